@@ -1,0 +1,296 @@
+"""Decoding on a loaded llama.cpp model: prompt prefill with KV-cache prefix reuse, and three ways to
+generate: an own loop with llguidance masks (forced tokens fast-forwarded), the same loop without a
+grammar, and llama-cpp-python's own `create_completion` with its GBNF grammar sampler.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import llama_cpp
+import numpy as np
+from llguidance import LLMatcher
+from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+
+from localagent.cancel import CancelToken
+from localagent.errors import BackendError
+
+StopReason = Literal["end", "length", "cancelled"]
+TextSink = Callable[[str], None]
+# Nucleus sampling looks at this many of the most likely tokens; the rest of a 262k vocabulary
+# holds a negligible share of the probability and sorting it would cost more than the model step.
+_NUCLEUS_CANDIDATES = 256
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError("temperature must be 0 or more")
+        if not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+
+
+@dataclass
+class DecodeStats:
+    prompt_tokens: int = 0
+    evaluated_prompt_tokens: int = 0
+    generated_tokens: int = 0
+    fast_forwarded_tokens: int = 0
+    mask_seconds: float = 0.0
+    mask_times: list[float] = field(default_factory=list)
+    prefill_seconds: float = 0.0
+    generate_seconds: float = 0.0
+    first_token_seconds: float | None = None
+    token_seconds: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Generation:
+    text: str
+    tokens: list[int]
+    stop: StopReason
+    stats: DecodeStats
+
+
+class LlamaSession:
+    """One loaded model and the token sequence its KV cache holds."""
+
+    def __init__(self, llama: llama_cpp.Llama) -> None:
+        self.llama = llama
+        self.vocab = llama_cpp.llama_model_get_vocab(llama.model)
+        self.n_vocab = llama.n_vocab()
+        self.n_ctx = llama.n_ctx()
+        self._pieces: dict[int, bytes] = {}
+        self._piece_buffer = ctypes.create_string_buffer(512)
+        self._bitmask = allocate_token_bitmask(1, self.n_vocab)
+
+    def tokenize(self, text: str, *, bos: bool, special: bool = False) -> list[int]:
+        """Tokens for text; `special` reads markers like <start_of_turn> as control tokens."""
+        return self.llama.tokenize(text.encode("utf-8"), add_bos=bos, special=special)
+
+    def token_text(self, token: int) -> str:
+        return llama_cpp.llama_vocab_get_text(self.vocab, token).decode("utf-8", errors="replace")
+
+    def piece(self, token: int) -> bytes:
+        cached = self._pieces.get(token)
+        if cached is None:
+            size = llama_cpp.llama_token_to_piece(self.vocab, token, self._piece_buffer, 512, 0, False)
+            cached = bytes(self._piece_buffer[: max(size, 0)])
+            self._pieces[token] = cached
+        return cached
+
+    def is_end_of_generation(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+    def cached_prefix(self, tokens: Sequence[int]) -> int:
+        held = self.llama.input_ids[: self.llama.n_tokens]
+        limit = min(len(held), len(tokens))
+        if limit == 0:
+            return 0
+        same = np.asarray(tokens[:limit], dtype=held.dtype) == held[:limit]
+        return limit if same.all() else int(np.argmin(same))
+
+    def prefill(self, tokens: Sequence[int]) -> int:
+        """Make the KV cache hold `tokens` with the last one's logits ready; return how many were evaluated."""
+        if len(tokens) >= self.n_ctx:
+            raise BackendError(f"the prompt has {len(tokens)} tokens; the context window holds {self.n_ctx}")
+        # The last token is always evaluated on its own, so its logits come from a live decode and do
+        # not depend on how the rest was batched: the same prompt and seed give the same output.
+        reuse = min(self.cached_prefix(tokens), len(tokens) - 1)
+        self.llama.n_tokens = reuse
+        self._eval(tokens[reuse:-1])
+        self._eval(tokens[-1:])
+        return len(tokens) - reuse
+
+    def _eval(self, tokens: Sequence[int]) -> None:
+        try:
+            self.llama.eval(list(tokens))
+        except RuntimeError as error:
+            raise BackendError(f"llama.cpp failed to evaluate tokens: {error}") from None
+
+    def _logits(self) -> np.ndarray:
+        pointer = self.llama._ctx.get_logits()  # noqa: SLF001 - the last decode's logits row
+        return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy()
+
+    def generate(
+        self,
+        prompt: Sequence[int],
+        *,
+        max_tokens: int,
+        matcher: LLMatcher | Callable[[], LLMatcher] | None = None,
+        sampling: Sampling = Sampling(),
+        cancel: CancelToken | None = None,
+        on_text: TextSink | None = None,
+        fast_forward: bool = True,
+    ) -> Generation:
+        """The own decode loop: llguidance masks when `matcher` is given, else unconstrained.
+
+        A callable `matcher` is called once the prompt is evaluated, so whatever it waits for (the
+        tokenizer, built in the background on first use) overlaps with the evaluation.
+        """
+        stats = DecodeStats(prompt_tokens=len(prompt))
+        started = time.perf_counter()
+        stats.evaluated_prompt_tokens = self.prefill(prompt)
+        stats.prefill_seconds = time.perf_counter() - started
+        if callable(matcher):
+            matcher = matcher()
+        rng = np.random.default_rng(sampling.seed)
+        output = _TextAccumulator(self, on_text)
+        stop: StopReason = "length"
+        room = min(max_tokens, self.n_ctx - len(prompt) - 1)
+        while len(output.tokens) < room:
+            step_started = time.perf_counter()
+            if cancel is not None and cancel.cancelled:
+                stop = "cancelled"
+                break
+            if matcher is not None and matcher.is_stopped():
+                stop = "end"
+                break
+            if matcher is not None and fast_forward:
+                forced = matcher.compute_ff_tokens()[: room - len(output.tokens)]
+                if forced:
+                    _consume(matcher, forced)
+                    self._eval(forced)
+                    output.add(forced)
+                    stats.fast_forwarded_tokens += len(forced)
+                    stats.token_seconds.append((time.perf_counter() - step_started) / len(forced))
+                    continue
+            logits = self._logits()
+            if matcher is not None:
+                mask_started = time.perf_counter()
+                fill_next_token_bitmask(matcher, self._bitmask, 0)
+                allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")[: self.n_vocab]
+                logits[allowed == 0] = -np.inf
+                stats.mask_times.append(time.perf_counter() - mask_started)
+                stats.mask_seconds += stats.mask_times[-1]
+            token = sample_token(logits, sampling, rng)
+            if matcher is not None:
+                _consume(matcher, [token])
+            if stats.first_token_seconds is None:
+                stats.first_token_seconds = time.perf_counter() - started
+            if self.is_end_of_generation(token):
+                stop = "end"
+                break
+            self._eval([token])
+            output.add([token])
+            stats.token_seconds.append(time.perf_counter() - step_started)
+        stats.generated_tokens = len(output.tokens)
+        stats.generate_seconds = time.perf_counter() - started - stats.prefill_seconds
+        return Generation(output.finish(), output.tokens, stop, stats)
+
+    def generate_stock(
+        self,
+        prompt: Sequence[int],
+        *,
+        max_tokens: int,
+        gbnf: str | None = None,
+        sampling: Sampling = Sampling(),
+        cancel: CancelToken | None = None,
+        on_text: TextSink | None = None,
+    ) -> Generation:
+        """llama-cpp-python's own path: `create_completion`, with its GBNF sampler when `gbnf` is given."""
+        stats = DecodeStats(prompt_tokens=len(prompt))
+        reuse = min(self.cached_prefix(prompt), len(prompt) - 1)
+        stats.evaluated_prompt_tokens = len(prompt) - reuse
+        grammar = llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False) if gbnf else None
+        started = time.perf_counter()
+        pieces: list[str] = []
+        stop: StopReason = "end"
+        last = started
+        try:
+            stream = self.llama.create_completion(
+                list(prompt),
+                max_tokens=max_tokens,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                top_k=0,
+                min_p=0.0,
+                repeat_penalty=1.0,
+                seed=sampling.seed,
+                grammar=grammar,
+                stream=True,
+            )
+            for chunk in stream:
+                now = time.perf_counter()
+                if stats.first_token_seconds is None:
+                    stats.first_token_seconds = now - started
+                stats.token_seconds.append(now - last)
+                last = now
+                choice = chunk["choices"][0]
+                pieces.append(choice["text"])
+                stats.generated_tokens += 1
+                if on_text and choice["text"]:
+                    on_text(choice["text"])
+                if choice.get("finish_reason") == "length":
+                    stop = "length"
+                if cancel is not None and cancel.cancelled:
+                    stop = "cancelled"
+                    stream.close()
+                    break
+        except RuntimeError as error:
+            raise BackendError(f"llama.cpp failed while generating: {error}") from None
+        stats.generate_seconds = time.perf_counter() - started
+        if stats.token_seconds:
+            # The first interval holds the prompt's evaluation; keep it out of the per-token figures.
+            stats.prefill_seconds = stats.token_seconds.pop(0)
+        return Generation("".join(pieces), [], stop, stats)
+
+
+class _TextAccumulator:
+    """Generated tokens and their text, decoded incrementally so multi-byte characters stay whole."""
+
+    def __init__(self, session: LlamaSession, on_text: TextSink | None) -> None:
+        self._session = session
+        self._on_text = on_text
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._parts: list[str] = []
+        self.tokens: list[int] = []
+
+    def add(self, tokens: Sequence[int]) -> None:
+        self.tokens.extend(tokens)
+        text = self._decoder.decode(b"".join(self._session.piece(t) for t in tokens))
+        if text:
+            self._parts.append(text)
+            if self._on_text:
+                self._on_text(text)
+
+    def finish(self) -> str:
+        tail = self._decoder.decode(b"", final=True)
+        if tail:
+            self._parts.append(tail)
+        return "".join(self._parts)
+
+
+def _consume(matcher: LLMatcher, tokens: Sequence[int]) -> None:
+    if not matcher.consume_tokens(list(tokens)):
+        raise BackendError(f"the grammar matcher rejected a token: {matcher.get_error()}")
+
+
+def sample_token(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:
+    if sampling.temperature <= 0:
+        return int(np.argmax(logits))
+    finite = np.flatnonzero(np.isfinite(logits))
+    if finite.size == 0:
+        raise BackendError("no token is allowed at this point")
+    if finite.size > _NUCLEUS_CANDIDATES:
+        top = np.argpartition(logits[finite], -_NUCLEUS_CANDIDATES)[-_NUCLEUS_CANDIDATES:]
+        finite = finite[top]
+    scaled = logits[finite].astype(np.float64) / sampling.temperature
+    probabilities = np.exp(scaled - scaled.max())
+    order = np.argsort(-probabilities)
+    probabilities = probabilities[order] / probabilities.sum()
+    candidates = finite[order]
+    if sampling.top_p < 1.0:
+        keep = int(np.searchsorted(np.cumsum(probabilities), sampling.top_p)) + 1
+        candidates, probabilities = candidates[:keep], probabilities[:keep] / probabilities[:keep].sum()
+    return int(rng.choice(candidates, p=probabilities))

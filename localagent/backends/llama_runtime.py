@@ -1,0 +1,58 @@
+"""Loading GGUF models with llama-cpp-python, with llama.cpp's own logging kept off the terminal."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import llama_cpp
+
+from localagent.errors import BackendError, ModelNotFound
+from localagent.llama_logs import clear_log_lines, quiet_llama_logs, recent_log_lines
+
+DEFAULT_CONTEXT_CAP = 8192
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    n_ctx: int | None = None  # None: the model's trained context, capped at DEFAULT_CONTEXT_CAP
+    n_threads: int | None = None
+    n_batch: int = 512
+    seed: int = 0
+
+
+def trained_context(path: Path) -> int | None:
+    """The context length the GGUF was trained with, read from its metadata without loading weights."""
+    quiet_llama_logs()
+    try:
+        probe = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+    except (ValueError, RuntimeError):
+        return None
+    try:
+        architecture = probe.metadata.get("general.architecture", "")
+        value = probe.metadata.get(f"{architecture}.context_length")
+        return int(value) if value else None
+    finally:
+        probe.close()
+
+
+def load_llama(path: Path, settings: LoadSettings | None = None) -> llama_cpp.Llama:
+    settings = settings or LoadSettings()
+    if not path.is_file():
+        raise ModelNotFound(f"model file not found: {path}")
+    quiet_llama_logs()
+    n_ctx = settings.n_ctx or min(trained_context(path) or DEFAULT_CONTEXT_CAP, DEFAULT_CONTEXT_CAP)
+    clear_log_lines()
+    try:
+        return llama_cpp.Llama(
+            str(path),
+            n_ctx=n_ctx,
+            n_batch=min(settings.n_batch, n_ctx),
+            n_threads=settings.n_threads or max(1, os.cpu_count() or 1),
+            seed=settings.seed,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError) as error:
+        detail = "; ".join(recent_log_lines(3)) or str(error)
+        raise BackendError(f"cannot load model {path}: {detail}") from None

@@ -1,0 +1,123 @@
+"""A backend that replays a fixed list of model outputs, so tests and demos drive the real runner.
+
+Each item is either a string, a raw text-tag completion read by the real text-tag parser, or a
+chat-style turn `{"content": ..., "reasoning": ..., "tool_calls": [{"id", "name", "arguments"}]}`
+whose `arguments` is the raw string a chat model would send.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localagent.backends.arguments import parse_tool_call
+from localagent.cancel import CancelToken
+from localagent.errors import BackendError, LocalagentError, RecoverableTurnError
+from localagent.events import ContentDelta, DeltaSink, ReasoningDelta
+from localagent.messages import (
+    Final,
+    Message,
+    NamedToolChoice,
+    ToolChoice,
+    ToolRequests,
+)
+from localagent.texttag import feedback
+from localagent.texttag.parser import parse_reply
+from localagent.tools.spec import ToolSpec
+
+ScriptItem = str | dict[str, Any]
+
+
+class ScriptError(LocalagentError):
+    pass
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """What the runner passed to one turn, for tests to inspect."""
+
+    messages: list[Message]
+    tool_names: list[str]
+    tool_choice: ToolChoice
+
+
+@dataclass
+class ScriptedTurn:
+    items: list[ScriptItem]
+    name: str = "script"
+    calls: list[RecordedTurn] = field(default_factory=list)
+    _next_id: int = 0
+
+    def __call__(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        cancel: CancelToken,
+        on_delta: DeltaSink | None = None,
+    ) -> Final | ToolRequests:
+        cancel.raise_if_cancelled()
+        self.calls.append(RecordedTurn(list(messages), [t.name for t in tools], tool_choice))
+        position = len(self.calls) - 1
+        if position >= len(self.items):
+            raise BackendError(f"the script has no output left for turn {position + 1} ({len(self.items)} given)")
+        item = self.items[position]
+        if isinstance(item, str):
+            parsed = parse_reply(item, tools, tool_choice, tolerant=True, new_id=self._new_id)
+            result = parsed.result
+        else:
+            result = self._chat_turn(item, tools, tool_choice)
+        if on_delta:
+            if result.reasoning:
+                on_delta(ReasoningDelta(text=result.reasoning))
+            if result.content:
+                on_delta(ContentDelta(text=result.content))
+        return result
+
+    def _chat_turn(self, item: dict[str, Any], tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> Final | ToolRequests:
+        content = str(item.get("content") or "")
+        reasoning = item.get("reasoning")
+        calls = item.get("tool_calls") or []
+        requests = [
+            parse_tool_call(str(call.get("id") or self._new_id()), str(call["name"]), _raw(call))
+            for call in calls
+        ]
+        if requests:
+            return ToolRequests(requests=requests, content=content, reasoning=reasoning)
+        names = [tool.name for tool in tools]
+        if tool_choice == "required" or isinstance(tool_choice, NamedToolChoice):
+            raise RecoverableTurnError(feedback.required_call(names, tool_choice), content, "no_required_call")
+        if not content.strip():
+            raise RecoverableTurnError(feedback.unparsable("the reply is empty", names, tool_choice), "", "empty")
+        return Final(content=content, reasoning=reasoning)
+
+    def _new_id(self) -> str:
+        self._next_id += 1
+        return f"call_{self._next_id}"
+
+
+def _raw(call: dict[str, Any]) -> str:
+    arguments = call.get("arguments", "")
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def load_script(path: Path) -> ScriptedTurn:
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ScriptError(f"cannot read script {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise ScriptError(f"script {path} is not valid JSON: {error.msg} at line {error.lineno}") from None
+    if not isinstance(items, list):
+        raise ScriptError(f"script {path} must be a JSON list of outputs")
+    for position, item in enumerate(items, start=1):
+        if isinstance(item, dict):
+            calls = item.get("tool_calls") or []
+            if not isinstance(calls, list) or any(not isinstance(c, dict) or "name" not in c for c in calls):
+                raise ScriptError(f"script {path}, item {position}: each tool call needs a name")
+        elif not isinstance(item, str):
+            raise ScriptError(f"script {path}, item {position}: expected a string or an object")
+    return ScriptedTurn(items, name=f"script:{path.name}")

@@ -1,0 +1,291 @@
+"""`localagent bench`: the three decoding paths side by side in one run, on the same prompts.
+
+Paths: the own loop without a grammar (unconstrained), llama-cpp-python's `create_completion` with
+its GBNF grammar sampler (stock), and the own loop with llguidance masks and fast-forwarded tokens.
+Figures are medians and p90s over generations, and ratios between paths: these machines are noisy.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localagent.backends.decoding import Generation, LlamaSession
+from localagent.backends.guidance import Guidance
+from localagent.backends.llama_runtime import LoadSettings, load_llama
+from localagent.backends.local_texttag import LocalSettings, LocalTextTagTurn
+from localagent.cancel import CancelToken
+from localagent.messages import (
+    Final,
+    Message,
+    NamedToolChoice,
+    SystemMessage,
+    ToolChoice,
+    ToolMessage,
+    UserMessage,
+    assistant_message_for,
+)
+from localagent.models import ResolvedModel
+from localagent.texttag.grammar import build_grammar
+from localagent.texttag.render import prompt_turns, render_plain
+from localagent.tools import Tool, Workspace, select_tools
+from localagent.tools.spec import ToolSpec
+
+PROMPTS = [
+    "What is 17 * 23?",
+    "What is in notes.txt?",
+    "List the files in the workspace.",
+    "Search the files for the word 'answer'.",
+    "What is the square root of 1764?",
+    "Read the file src/main.py.",
+    "Who wrote Hamlet?",
+    "Add 1234 and 5678.",
+]
+PATHS = ("unconstrained", "stock_gbnf", "llguidance")
+Report = Callable[[str], None]
+
+
+@dataclass
+class PathFigures:
+    ms_per_token: list[float] = field(default_factory=list)
+    first_token_ms: list[float] = field(default_factory=list)
+    mask_ms: list[float] = field(default_factory=list)
+    generated: int = 0
+    fast_forwarded: int = 0
+
+    def add(self, generation: Generation) -> None:
+        stats = generation.stats
+        if stats.generated_tokens:
+            self.ms_per_token.append(1000 * stats.generate_seconds / stats.generated_tokens)
+        if stats.first_token_seconds is not None:
+            self.first_token_ms.append(1000 * stats.first_token_seconds)
+        self.mask_ms.extend(1000 * seconds for seconds in stats.mask_times)
+        self.generated += stats.generated_tokens
+        self.fast_forwarded += stats.fast_forwarded_tokens
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "ms_per_token": _spread(self.ms_per_token),
+            "first_token_ms": _spread(self.first_token_ms),
+            "mask_ms_per_token": _spread(self.mask_ms) if self.mask_ms else None,
+            "fast_forwarded_share": round(self.fast_forwarded / self.generated, 3) if self.generated else 0.0,
+            "tokens": self.generated,
+        }
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return {"median": round(statistics.median(ordered), 3), "p90": round(p90, 3), "n": len(ordered)}
+
+
+def bench_workspace() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="localagent-bench-"))
+    (root / "notes.txt").write_text("buy milk\ncall Ada at 5\nthe answer is 42\n", encoding="utf-8")
+    (root / "src").mkdir()
+    (root / "src" / "main.py").write_text("def main():\n    print('hello')\n", encoding="utf-8")
+    return root
+
+
+def run_benchmark(
+    model: ResolvedModel, *, runs: int = 2, max_tokens: int = 64, report: Report = lambda line: None
+) -> dict[str, Any]:
+    tools = select_tools(None, Workspace(bench_workspace()))
+    specs = [tool.spec for tool in tools]
+    session = LlamaSession(load_llama(model.path, LoadSettings(n_ctx=4096)))
+    tokenizer_started = time.perf_counter()
+    guidance = Guidance(session)
+    report(f"llguidance tokenizer built in {time.perf_counter() - tokenizer_started:.2f} s")
+    grammar = build_grammar(specs, "auto")
+    compiled = guidance.compile(grammar.lark)
+    figures = {path: PathFigures() for path in PATHS}
+    for run in range(runs):
+        for prompt_text in PROMPTS:
+            prompt = session.tokenize(_render([_task(prompt_text)], specs), bos=True)
+            for path in PATHS:
+                if path == "unconstrained":
+                    generation = session.generate(prompt, max_tokens=max_tokens)
+                elif path == "stock_gbnf":
+                    generation = session.generate_stock(prompt, max_tokens=max_tokens, gbnf=grammar.gbnf)
+                else:
+                    generation = session.generate(prompt, max_tokens=max_tokens, matcher=compiled.fresh())
+                figures[path].add(generation)
+        report(f"run {run + 1}/{runs} done")
+    summaries = {path: figures[path].summary() for path in PATHS}
+    unconstrained = summaries["unconstrained"]["ms_per_token"]["median"]
+    llguidance = summaries["llguidance"]["ms_per_token"]["median"]
+    stock = summaries["stock_gbnf"]["ms_per_token"]["median"]
+    for path in PATHS:
+        summaries[path]["ratio_to_unconstrained"] = round(
+            summaries[path]["ms_per_token"]["median"] / unconstrained, 3
+        )
+    report("measuring grammar compile times")
+    compile_figures = grammar_compile_times(guidance)
+    report("measuring KV-cache reuse over a 6-step run")
+    kv = kv_reuse_run(model, tools)
+    report("measuring cold start in a fresh process")
+    cold = cold_start_seconds(model)
+    return {
+        "model": model.display_name,
+        "prompts": len(PROMPTS),
+        "runs": runs,
+        "max_tokens": max_tokens,
+        "paths": summaries,
+        "ratios": {
+            "llguidance_vs_unconstrained": round(llguidance / unconstrained, 3),
+            "stock_vs_llguidance": round(stock / llguidance, 3),
+        },
+        "tokenizer_build_s": round(guidance.tokenizer_seconds, 3),
+        "grammar_compile_ms": compile_figures,
+        "kv_reuse": kv,
+        "cold_start_s": round(cold, 3),
+    }
+
+
+def _task(text: str) -> UserMessage:
+    return UserMessage(content=text)
+
+
+def _render(conversation: list[Message], specs: Sequence[ToolSpec]) -> str:
+    messages: list[Message] = [SystemMessage(content="You are a careful assistant."), *conversation]
+    return render_plain(prompt_turns(messages, specs, plain=True))
+
+
+def ten_tool_specs() -> list[ToolSpec]:
+    """Ten real tool schemas from the BFCL data shipped with the tests, or made up when absent."""
+    from localagent.bfcl import bfcl_to_json_schema, load_questions
+
+    data = Path(__file__).resolve().parent.parent / "tests" / "external" / "bfcl" / "BFCL_v3_multiple.json"
+    specs: list[ToolSpec] = []
+    if data.is_file():
+        for question in load_questions(data):
+            for function in question.functions:
+                if len(specs) < 10 and all(s.name != function.name for s in specs):
+                    specs.append(
+                        ToolSpec(
+                            name=function.name,
+                            description=function.description,
+                            parameters=bfcl_to_json_schema(function.parameters),
+                        )
+                    )
+    while len(specs) < 10:
+        specs.append(
+            ToolSpec(
+                name=f"tool_{len(specs)}",
+                parameters={
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+                    "required": ["query"],
+                },
+            )
+        )
+    return specs
+
+
+def grammar_compile_times(guidance: Guidance) -> dict[str, float]:
+    specs = ten_tool_specs()
+    started = time.perf_counter()
+    grammar = build_grammar(specs, "auto")
+    generated = time.perf_counter()
+    guidance.compile(grammar.lark)
+    compiled = time.perf_counter()
+    cached_runs = []
+    for _ in range(20):
+        again = time.perf_counter()
+        guidance.compile(build_grammar(specs, "auto").lark).fresh()
+        cached_runs.append(time.perf_counter() - again)
+    return {
+        "tools": len(specs),
+        "generate_lark_ms": round(1000 * (generated - started), 3),
+        "first_compile_ms": round(1000 * (compiled - generated), 3),
+        "cached_ms": round(1000 * statistics.median(cached_runs), 3),
+    }
+
+
+def kv_reuse_run(model: ResolvedModel, tools: list[Tool], steps: int = 6) -> dict[str, Any]:
+    """Five forced calculator steps and an answer, recording what each step evaluated."""
+    turn = LocalTextTagTurn(model, LoadSettings(n_ctx=4096), LocalSettings(max_tokens=64))
+    by_name = {tool.name: tool for tool in tools}
+    specs = [tool.spec for tool in tools]
+    messages: list[Message] = [
+        SystemMessage(content="You are a careful assistant."),
+        UserMessage(content="Start from 2 and double it five times with the calculator."),
+    ]
+    for step in range(steps):
+        choice: ToolChoice = NamedToolChoice(name="calculator") if step < steps - 1 else "none"
+        result = turn(messages, specs, choice, CancelToken())
+        messages.append(assistant_message_for(result))
+        if isinstance(result, Final):
+            break
+        for request in result.requests:
+            content = by_name[request.name].run(request.arguments or {}, CancelToken())
+            messages.append(ToolMessage(request_id=request.id, name=request.name, content=content))
+    rows = [
+        {
+            "step": index + 1,
+            "prompt_tokens": record.prompt_tokens,
+            "new_tokens": record.new_prompt_tokens,
+            "evaluated_tokens": record.evaluated_prompt_tokens,
+        }
+        for index, record in enumerate(turn.steps)
+    ]
+    extra = [row["evaluated_tokens"] - row["new_tokens"] for row in rows[1:]]
+    return {"steps": rows, "max_extra_tokens_per_step": max(extra) if extra else 0}
+
+
+def cold_start_seconds(model: ResolvedModel) -> float:
+    """From starting a fresh Python process to its first generated token, grammar and all."""
+    code = (
+        "import sys\n"
+        "from localagent.bench import first_token_in_this_process\n"
+        "first_token_in_this_process(sys.argv[1])\n"
+    )
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, str(model.path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    elapsed = time.perf_counter() - started
+    process.wait(timeout=120)
+    if line.strip() != "first-token":
+        detail = process.stderr.read() if process.stderr else ""
+        raise RuntimeError(f"the cold-start process failed: {detail.strip()[-500:]}")
+    return elapsed
+
+
+def first_token_in_this_process(model_path: str) -> None:
+    """What a first `localagent run` does up to the first token the model chooses; prints a marker then."""
+    from localagent.cancel import Cancelled
+    from localagent.models import ResolvedModel as Resolved
+
+    tools = select_tools(None, Workspace(Path.cwd()))
+    turn = LocalTextTagTurn(
+        Resolved(Path(model_path), None), LoadSettings(n_ctx=4096), LocalSettings(max_tokens=32)
+    )
+    cancel = CancelToken()
+
+    def on_delta(delta: object) -> None:
+        if not cancel.cancelled:
+            print("first-token", flush=True)
+            cancel.cancel()
+
+    messages: list[Message] = [
+        SystemMessage(content="You are a careful assistant."),
+        UserMessage(content="Hi"),
+    ]
+    try:
+        turn(messages, [t.spec for t in tools], "auto", cancel, on_delta)
+    except Cancelled:
+        return
+    print("no token was generated", flush=True)

@@ -1,0 +1,53 @@
+"""The `localagent` command line."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from localagent import __version__
+from localagent.errors import LocalagentError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="localagent")
+def cli() -> None:
+    """An offline-first ReAct agent: grammar-constrained text tags on a local GGUF model, or native
+    tool calls on any OpenAI-compatible API with --api-base."""
+
+
+def _register() -> None:
+    from localagent.cli.bench_cmd import bench
+    from localagent.cli.chat import chat
+    from localagent.cli.eval_cmd import eval_group
+    from localagent.cli.grammar_cmd import grammar
+    from localagent.cli.models_cmd import models
+    from localagent.cli.parse_cmd import parse
+    from localagent.cli.run import run
+
+    for command in (run, chat, parse, grammar, models, bench, eval_group):
+        cli.add_command(command)
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point: user mistakes get one line and exit status 2, never a traceback."""
+    try:
+        cli.main(prog_name="localagent", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except LocalagentError as error:
+        click.echo(f"localagent: error: {error}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)

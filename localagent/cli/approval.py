@@ -1,0 +1,64 @@
+"""Asking the person before a tool changes files: yes, no, or always for that tool."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from pathlib import Path
+
+import click
+
+from localagent.messages import ToolRequest
+from localagent.tools.base import Tool
+
+
+class TerminalApprover:
+    def __init__(self, workspace: Path, auto_approve: bool = False) -> None:
+        self.workspace = workspace
+        self.auto_approve = auto_approve
+        self._always: set[str] = set()
+
+    def __call__(self, tool: Tool, request: ToolRequest) -> bool:
+        if self.auto_approve or tool.name in self._always:
+            return True
+        if not sys.stdin.isatty():
+            click.echo(
+                f"{tool.name} needs approval; not a terminal, so it was declined (use --yes).", err=True
+            )
+            return False
+        click.echo(self.describe(request), err=True)
+        answer = click.prompt(
+            f"Allow {tool.name}? [y]es / [n]o / [a]lways for {tool.name}",
+            type=click.Choice(["y", "n", "a"], case_sensitive=False),
+            default="n",
+            show_choices=False,
+            err=True,
+        ).lower()
+        if answer == "a":
+            self._always.add(tool.name)
+        return answer in ("y", "a")
+
+    def describe(self, request: ToolRequest) -> str:
+        arguments = request.arguments or {}
+        path = str(arguments.get("path", ""))
+        if request.name == "write_file":
+            return self._diff(path, None, str(arguments.get("content", "")))
+        if request.name == "replace_in_file":
+            return self._diff(path, (str(arguments.get("old", "")), str(arguments.get("new", ""))), None)
+        return f"{request.name} {arguments}"
+
+    def _diff(self, path: str, replacement: tuple[str, str] | None, content: str | None) -> str:
+        target = (self.workspace / path) if path else None
+        try:
+            before = target.read_text(encoding="utf-8") if target and target.is_file() else ""
+        except (OSError, UnicodeDecodeError):
+            before = ""
+        after = before.replace(*replacement, 1) if replacement else (content or "")
+        lines = difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+        )
+        colored = []
+        for line in lines:
+            color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+            colored.append(click.style(line.rstrip("\n"), fg=color))
+        return "\n".join(colored) or f"(no change to {path})"

@@ -1,0 +1,130 @@
+"""`localagent chat`: an interactive session that keeps its history (and, locally, its KV cache)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from localagent.backends.factory import open_backend
+from localagent.cancel import CancelToken
+from localagent.cli.approval import TerminalApprover
+from localagent.cli.display import RunDisplay
+from localagent.cli.interrupt import cancel_on_interrupt
+from localagent.cli.options import backend_options, settings_from
+from localagent.cli.progress import ProgressReporter
+from localagent.cli.run import agent_instructions, transcripts_dir
+from localagent.messages import HISTORY, Message, SystemMessage, UserMessage
+from localagent.runner import Runner, RunnerSettings
+from localagent.tools.loading import select_tools
+from localagent.tools.workspace import Workspace
+from localagent.transcript import Transcript, default_transcript_path
+
+HELP = "Commands: /tools, /reset, /save FILE, /help, /quit (or Ctrl-D)."
+
+
+@click.command()
+@backend_options
+@click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=".",
+    show_default=True,
+    help="Directory the file tools may read and change; nothing outside it.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Approve file changes without asking.")
+def chat(workspace: Path, yes: bool, **params: Any) -> None:
+    """Talk with the agent, one task after another, keeping the conversation.
+
+    Ctrl-C cancels the current answer; Ctrl-D or /quit ends the session.
+    """
+    settings = settings_from(params)
+    root = workspace.resolve()
+    tools = select_tools(settings.tools, Workspace(root))
+    display = RunDisplay(sys.stderr)
+    progress = ProgressReporter(enabled=True)
+    backend = open_backend(settings, progress.model_assembly, display.notice)
+    progress.done()
+    path = default_transcript_path(transcripts_dir())
+    record = Transcript(path)
+    runner = Runner(
+        backend,
+        tools,
+        RunnerSettings(max_steps=settings.max_steps),
+        on_event=display,
+        approve=TerminalApprover(root, auto_approve=yes),
+        transcript=record,
+    )
+    fresh: list[Message] = [SystemMessage(content=agent_instructions(root))]
+    history = list(fresh)
+    click.echo(f"localagent chat on {backend.name}. {HELP}", err=True)
+    try:
+        while True:
+            line = _read_line()
+            if line is None:
+                break
+            if not line.strip():
+                continue
+            if line.startswith("/"):
+                if _command(line.strip(), history, fresh, [t.name for t in tools]) == "quit":
+                    break
+                continue
+            cancel = CancelToken()
+            with cancel_on_interrupt(cancel, lambda: click.echo("\ncancelling…", err=True)):
+                result = runner.run([*history, UserMessage(content=line)], cancel)
+            history = result.messages
+            if result.answer:
+                click.echo(result.answer)
+            if result.status != "final":
+                click.echo(
+                    click.style(
+                        f"({result.status}{': ' + result.error if result.error else ''})", fg="yellow"
+                    ),
+                    err=True,
+                )
+    finally:
+        record.close()
+        click.echo(f"transcript: {path}", err=True)
+
+
+def _read_line() -> str | None:
+    try:
+        return click.prompt(
+            click.style("you", bold=True), prompt_suffix="> ", default="", show_default=False, err=True
+        )
+    except (EOFError, click.exceptions.Abort):
+        click.echo("", err=True)
+        return None
+
+
+def _command(line: str, history: list[Message], fresh: list[Message], tool_names: list[str]) -> str | None:
+    name, _, argument = line.partition(" ")
+    if name in ("/quit", "/exit"):
+        return "quit"
+    if name == "/reset":
+        history[:] = fresh
+        click.echo("history cleared", err=True)
+    elif name == "/tools":
+        click.echo(", ".join(tool_names) or "(no tools)", err=True)
+    elif name == "/save":
+        if not argument.strip():
+            click.echo("usage: /save FILE", err=True)
+            return None
+        target = Path(argument.strip()).expanduser()
+        try:
+            target.write_text(
+                json.dumps(HISTORY.dump_python(history, mode="json"), ensure_ascii=False, indent=2)
+            )
+        except OSError as error:
+            click.echo(f"cannot save to {target}: {error.strerror}", err=True)
+        else:
+            click.echo(f"saved {len(history)} messages to {target}", err=True)
+    elif name == "/help":
+        click.echo(HELP, err=True)
+    else:
+        click.echo(f"unknown command {name}. {HELP}", err=True)
+    return None

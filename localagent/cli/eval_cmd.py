@@ -1,0 +1,113 @@
+"""`localagent eval`: offline benchmarks of the model turn; `eval bfcl` is the Berkeley Function
+Calling Leaderboard's AST categories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from localagent.evaluation.bfcl_data import CATEGORIES, BfclDataError, check_category, default_data_dir
+from localagent.models import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from localagent.evaluation.bfcl_run import QuestionResult
+
+_LABELS = {"grammar": "grammar", "no_grammar": "no grammar"}
+
+
+@click.group(name="eval")
+def eval_group() -> None:
+    """Offline evaluations of the model turn on public benchmarks."""
+
+
+@eval_group.command()
+@click.option("--category", default="simple", show_default=True, help=f"One of: {', '.join(CATEGORIES)}.")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N questions. [default: all]")
+@click.option("--no-grammar", is_flag=True, help="Run only the column without the grammar.")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(16, 2048),
+    default=192,
+    show_default=True,
+    help="Tokens the model may write per reply.",
+)
+@click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True, help="Model name or .gguf path.")
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    help="A BFCL v3 folder. [default: tests/external/bfcl of the checkout, else "
+    "../shared/external/bfcl next to it]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures and per-question results as JSON.")
+def bfcl(
+    category: str,
+    limit: int | None,
+    no_grammar: bool,
+    max_tokens: int,
+    model: str,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Ask BFCL questions, one model turn each, and score the calls by BFCL's AST rules.
+
+    Prints, with the grammar and without it, the valid-structure rate (a final answer, or calls to
+    offered functions with arguments that fit their schemas), the AST accuracy and the seconds per
+    question. For irrelevance a reply is right when it calls nothing.
+    """
+    from localagent.cli.progress import ProgressReporter
+    from localagent.evaluation.bfcl_data import load_cases
+    from localagent.evaluation.bfcl_eval import COLUMNS, evaluate_bfcl
+    from localagent.models import resolve_model
+
+    check_category(category)
+    folder = data_dir or default_data_dir()
+    if folder is None:
+        raise BfclDataError(
+            "no BFCL data found (looked for tests/external/bfcl in the checkout and "
+            "../shared/external/bfcl next to it); pass --data DIR"
+        )
+    if not folder.is_dir():
+        raise BfclDataError(f"BFCL data folder not found: {folder}")
+    cases = load_cases(folder, category, limit)
+    reporter = ProgressReporter(enabled=not as_json)
+    resolved = resolve_model(model, progress=reporter.model_assembly)
+    reporter.done()
+    columns = ["no_grammar"] if no_grammar else list(COLUMNS)
+
+    def progress(column: str, number: int, total: int, result: QuestionResult) -> None:
+        if not as_json:
+            verdict = "right" if result.correct else ("wrong" if result.valid_structure else "invalid")
+            click.echo(
+                f"[{_LABELS[column]}] question {number}/{total} {result.id}: {verdict} "
+                f"({result.seconds:.1f} s)",
+                err=True,
+            )
+
+    figures = evaluate_bfcl(
+        resolved, category, cases, data_dir=folder, columns=columns, max_tokens=max_tokens, progress=progress
+    )
+    click.echo(json.dumps(figures, indent=2) if as_json else render_table(figures))
+
+
+def render_table(figures: dict[str, Any]) -> str:
+    columns = figures["columns"]
+    lines = [
+        f"BFCL {figures['category']}: {figures['questions']} questions, model {figures['model']}, "
+        f"up to {figures['max_tokens']} tokens per reply",
+        "",
+        f"{'':<22}" + "".join(f"{_LABELS[name]:>12}" for name in columns),
+    ]
+    rows = [
+        ("valid structure", "valid_structure_rate", "{:.1%}"),
+        ("AST accuracy", "ast_accuracy", "{:.1%}"),
+        ("seconds per question", "seconds_per_question", "{:.2f}"),
+    ]
+    for label, key, style in rows:
+        lines.append(
+            f"{label:<22}" + "".join(f"{style.format(column[key]):>12}" for column in columns.values())
+        )
+    return "\n".join(lines)

@@ -1,0 +1,32 @@
+"""Errors that cross module boundaries, each carrying a message fit to show as is."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+FormatProblem = Literal["unparsable", "cut_off", "no_required_call", "empty"]
+
+
+class LocalagentError(Exception):
+    """An error with a one-line message meant for the user; the CLI prints it without a traceback."""
+
+
+class RecoverableTurnError(LocalagentError):
+    """The model's reply could not be used; `feedback` tells the model what to write instead.
+
+    The runner keeps `raw` in the history and sends `feedback` back, so the model can correct itself.
+    """
+
+    def __init__(self, feedback: str, raw: str = "", problem: FormatProblem = "unparsable") -> None:
+        super().__init__(feedback)
+        self.feedback = feedback
+        self.raw = raw
+        self.problem = problem
+
+
+class BackendError(LocalagentError):
+    """The backend cannot go on: refused connection, failed auth, retries exhausted, a broken model."""
+
+
+class ModelNotFound(LocalagentError):
+    """A model name or path that is not installed."""

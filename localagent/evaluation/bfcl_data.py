@@ -1,0 +1,63 @@
+"""Finding and loading the BFCL questions of one category with their answer keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from localagent.bfcl import BfclCall, BfclQuestion, load_answers, load_questions
+from localagent.errors import LocalagentError
+
+CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
+_CHECKOUT = Path(__file__).resolve().parent.parent.parent
+
+
+class BfclDataError(LocalagentError):
+    """A missing or unreadable BFCL folder, or a category it does not hold."""
+
+
+@dataclass(frozen=True)
+class BfclCase:
+    question: BfclQuestion
+    expected: list[BfclCall]  # empty for irrelevance: the right reply calls nothing
+
+
+def default_data_dir(checkout: Path = _CHECKOUT) -> Path | None:
+    """The checkout's test copy of BFCL, else the shared one next to the checkout."""
+    for candidate in (
+        checkout / "tests" / "external" / "bfcl",
+        checkout.parent / "shared" / "external" / "bfcl",
+    ):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def check_category(category: str) -> str:
+    if category not in CATEGORIES:
+        raise BfclDataError(f"unknown BFCL category {category!r}; choose one of {', '.join(CATEGORIES)}")
+    return category
+
+
+def load_cases(data_dir: Path, category: str, limit: int | None = None) -> list[BfclCase]:
+    """The first `limit` questions of a category, each with its expected calls."""
+    check_category(category)
+    questions_file = data_dir / f"BFCL_v3_{category}.json"
+    answers_file = data_dir / "possible_answer" / f"BFCL_v3_{category}.json"
+    if not questions_file.is_file():
+        raise BfclDataError(
+            f"no BFCL questions for {category} in {data_dir} (expected {questions_file.name})"
+        )
+    if category != "irrelevance" and not answers_file.is_file():
+        raise BfclDataError(
+            f"no BFCL answers for {category} in {data_dir} (expected possible_answer/{answers_file.name})"
+        )
+    try:
+        questions = load_questions(questions_file)[:limit]
+        answers = load_answers(answers_file) if category != "irrelevance" else {}
+    except (OSError, ValueError, KeyError) as error:
+        raise BfclDataError(f"cannot read the BFCL data in {data_dir}: {error}") from None
+    missing = [q.id for q in questions if category != "irrelevance" and q.id not in answers]
+    if missing:
+        raise BfclDataError(f"the answer key in {data_dir} has no entry for {missing[0]}")
+    return [BfclCase(question, answers.get(question.id, [])) for question in questions]

@@ -1,0 +1,269 @@
+"""Text-tag replies to turn results.
+
+Strict mode parses with the grammar source itself (lark, without its length bounds), for output that
+was generated under the grammar. Tolerant mode reads the loose shapes models write without a grammar
+(see tolerant.py).
+Either way a reply the model can fix raises RecoverableTurnError with feedback; nothing else escapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from lark import Lark, Token, Tree
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from localagent.errors import RecoverableTurnError
+from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
+from localagent.texttag import feedback
+from localagent.texttag.json_repair import JsonUnreadable, ReadJson, load_json, read_json_object
+from localagent.texttag.reply import RawAction, ReplyParts, Unparsable, cut_at_observation
+from localagent.texttag.template import render_definitions, template_definitions
+from localagent.texttag.tolerant import tolerant_parts
+from localagent.tools.spec import ToolSpec
+
+# The generated grammars bound lengths and counts and, for chat prompts, let the answer hold blank
+# lines; the parser accepts the output of every one of them, so it keeps the shape and drops the bounds.
+_UNBOUNDED = {
+    "actions": "action+ actions_end",
+    "THOUGHT": r"/[^\n]+/",
+    "ANSWER": r"/[^\n]+(\n\n?[^\n]+)*/",
+    "TOOL_NAME": r"/[A-Za-z_][A-Za-z0-9_.\-]*/",
+    "ACTION_INPUT": r"/\{[^\n]*\}/",
+}
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    result: Final | ToolRequests
+    notes: tuple[str, ...] = ()
+
+
+def new_request_id() -> str:
+    return f"call_{uuid.uuid4().hex[:12]}"
+
+
+def parse_reply(
+    text: str,
+    tools: Sequence[ToolSpec] = (),
+    tool_choice: ToolChoice = "auto",
+    *,
+    tolerant: bool = False,
+    cut_off: bool = False,
+    token_limit: int | None = None,
+    new_id: Callable[[], str] = new_request_id,
+) -> ParsedReply:
+    """Read one reply; raise RecoverableTurnError when the model must write it again."""
+    tool_names = [tool.name for tool in tools]
+    try:
+        parts = tolerant_parts(text) if tolerant else strict_parts(text)
+    except Unparsable as problem:
+        if cut_off:
+            raise RecoverableTurnError(feedback.cut_off(token_limit), text, "cut_off") from None
+        if not text.strip():
+            error = feedback.unparsable("the reply is empty", tool_names, tool_choice)
+            raise RecoverableTurnError(error, text, "empty") from None
+        error = feedback.unparsable(problem.detail, tool_names, tool_choice)
+        raise RecoverableTurnError(error, text, "unparsable") from None
+    return _assemble(parts, text, tools, tool_choice, cut_off, token_limit, new_id)
+
+
+def strict_parts(text: str) -> ReplyParts:
+    kept, note = cut_at_observation(text)
+    tree = _parse_either_ending(_without_trailing_lines(kept))
+    parts = ReplyParts(thought=None, actions=[], answer=None, notes=[note] if note else [])
+    for node in tree.iter_subtrees_topdown():
+        if node.data == "thought":
+            parts.thought = _token(node, "THOUGHT")
+        elif node.data == "tool_call":
+            parts.actions.append(RawAction(_token(node, "TOOL_NAME"), _token(node, "ACTION_INPUT")))
+        elif node.data == "final":
+            parts.answer = _token(node, "ANSWER")
+    return parts
+
+
+def _without_trailing_lines(text: str) -> str:
+    """Trailing blank lines carry no meaning; trailing spaces on the last line belong to it."""
+    newline = text.find("\n", len(text.rstrip()))
+    return text if newline < 0 else text[:newline]
+
+
+def _parse_either_ending(body: str) -> Tree:
+    """Actions end with a newline and answers without one."""
+    failures: list[tuple[int, UnexpectedInput]] = []
+    for candidate in (body + "\n", body):
+        try:
+            return _strict_parser().parse(candidate)
+        except UnexpectedInput as error:
+            failures.append((len(candidate) if _at_end(error) else error.pos_in_stream or 0, error))
+        except LarkError as error:
+            raise Unparsable(
+                next(iter(str(error).splitlines()), "the reply does not fit the format")
+            ) from None
+    _, furthest = max(failures, key=lambda failure: failure[0])
+    raise Unparsable(_describe(furthest))
+
+
+@cache
+def _strict_parser() -> Lark:
+    # LALR with the contextual lexer: each state expects few terminals, so THOUGHT and ANSWER never
+    # compete, and parsing is linear (Earley took half a second on a long answer).
+    return Lark(render_definitions(template_definitions() | _UNBOUNDED), parser="lalr", start="start")
+
+
+def _token(node: Tree, name: str) -> str:
+    for child in node.children:
+        if isinstance(child, Token) and child.type == name:
+            return str(child)
+    raise Unparsable(f"missing {name.lower()}")
+
+
+def _at_end(error: UnexpectedInput) -> bool:
+    if isinstance(error, UnexpectedToken):
+        return error.token.type == "$END"
+    return isinstance(error, UnexpectedEOF)
+
+
+def _describe(error: UnexpectedInput) -> str:
+    where = "the end of the reply" if _at_end(error) else f"line {error.line}, column {error.column}"
+    if isinstance(error, UnexpectedCharacters):
+        expected = error.allowed or set()
+    else:
+        expected = getattr(error, "expected", set()) or set()
+    names = sorted({_readable(name) for name in expected})
+    wanted = f"; expected {' or '.join(names)}" if names else ""
+    return f"the reply does not fit the format at {where}{wanted}"
+
+
+_TERMINAL_NAMES = {
+    "THOUGHT": "a one-line thought",
+    "ANSWER": "the answer text",
+    "TOOL_NAME": "a tool name",
+    "ACTION_INPUT": "a JSON object on one line",
+    "$END": "the end of the reply",
+}
+
+
+def _readable(terminal: str) -> str:
+    if terminal in _TERMINAL_NAMES:
+        return _TERMINAL_NAMES[terminal]
+    try:
+        pattern = _strict_parser().get_terminal(terminal).pattern
+    except KeyError:
+        return terminal
+    if pattern.type != "str":
+        return terminal
+    literal = pattern.value
+    if not literal.strip("\n"):
+        return "a line break" if literal == "\n" else "a blank line"
+    return ("a line break, then " if literal.startswith("\n") else "") + repr(literal.lstrip("\n"))
+
+
+def _assemble(
+    parts: ReplyParts,
+    text: str,
+    tools: Sequence[ToolSpec],
+    tool_choice: ToolChoice,
+    cut_off: bool,
+    token_limit: int | None,
+    new_id: Callable[[], str],
+) -> ParsedReply:
+    tool_names = [tool.name for tool in tools]
+    notes = list(parts.notes)
+    requests = [_request(action, tools, new_id, notes, repair=parts.tolerant) for action in parts.actions]
+    if cut_off and not _complete(parts, requests):
+        # Whatever the model wrote last may be cut mid-way: an answer, an argument, a tool name.
+        raise RecoverableTurnError(feedback.cut_off(token_limit), text, "cut_off")
+    if requests:
+        if parts.answer is not None:
+            notes.append("the reply had both an action and a final answer; the action was kept")
+        result = ToolRequests(requests=requests, content=parts.answer or "", reasoning=parts.thought)
+        return ParsedReply(result, tuple(notes))
+    if parts.answer is None and not parts.labelled:
+        error = feedback.unparsable("the reply is empty", tool_names, tool_choice)
+        raise RecoverableTurnError(error, text, "empty")
+    if parts.answer is None or not parts.answer.strip():
+        detail = (
+            "the reply has no Action and no Final Answer"
+            if parts.answer is None
+            else "the Final Answer is empty"
+        )
+        raise RecoverableTurnError(feedback.unparsable(detail, tool_names, tool_choice), text, "unparsable")
+    if tool_choice == "required" or isinstance(tool_choice, NamedToolChoice):
+        raise RecoverableTurnError(feedback.required_call(tool_names, tool_choice), text, "no_required_call")
+    return ParsedReply(Final(content=parts.answer, reasoning=parts.thought), tuple(notes))
+
+
+def _complete(parts: ReplyParts, requests: list[ToolRequest]) -> bool:
+    """Whether a cut-off reply still ends with a whole action: a closed JSON object, not a bare string."""
+    if not requests or parts.answer is not None or any(request.parse_error for request in requests):
+        return False
+    last_input = parts.actions[-1].input_text
+    return last_input is None or not _is_bare(last_input.strip())
+
+
+def _request(
+    action: RawAction, tools: Sequence[ToolSpec], new_id: Callable[[], str], notes: list[str], *, repair: bool
+) -> ToolRequest:
+    request_id = new_id()
+    name = action.name
+    tool = next((t for t in tools if t.name == name), None)
+    source = action.inline_argument if action.input_text is None else action.input_text
+    if source is None or not source.strip():
+        if tool is not None and not tool.parameters.get("required"):
+            return ToolRequest(id=request_id, name=name, arguments={}, raw_arguments="{}")
+        return ToolRequest(id=request_id, name=name, parse_error=feedback.missing_input(name))
+    stripped = source.strip()
+    if repair and _is_bare(stripped) and (lone := _lone_string_parameter(tool)) is not None:
+        notes.append(f"read the plain text input of {name} as its {lone!r} argument")
+        arguments = {lone: _unquoted(stripped)}
+        return ToolRequest(id=request_id, name=name, arguments=arguments, raw_arguments=stripped)
+    try:
+        read = read_json_object(source) if repair else _strict_json(stripped)
+    except JsonUnreadable as error:
+        invalid = feedback.invalid_json(name, str(error))
+        return ToolRequest(id=request_id, name=name, raw_arguments=stripped, parse_error=invalid)
+    notes.extend(f"{repair} in the input of {name}" for repair in read.repairs)
+    return ToolRequest(id=request_id, name=name, arguments=read.value, raw_arguments=read.text)
+
+
+def _strict_json(text: str) -> ReadJson:
+    value = load_json(text)
+    if not isinstance(value, dict):
+        raise JsonUnreadable("the arguments must be a JSON object")
+    return ReadJson(value, text)
+
+
+def _is_bare(text: str) -> bool:
+    """Input that is no attempt at JSON: it neither starts with '{' nor has one on its first line."""
+    return not text.startswith(("{", "```")) and "{" not in text.split("\n", 1)[0]
+
+
+def _unquoted(text: str) -> str:
+    """A bare string without the quotes around it; a double-quoted one is read as a JSON string."""
+    if len(text) < 2 or text[0] != text[-1] or text[0] not in "\"'`":
+        return text
+    with contextlib.suppress(JsonUnreadable):
+        value = load_json(text)
+        if isinstance(value, str):
+            return value
+    return text[1:-1]
+
+
+def _lone_string_parameter(tool: ToolSpec | None) -> str | None:
+    """The parameter a bare string fills: the tool's only required one (or only one), when it is a string."""
+    if tool is None:
+        return None
+    properties = tool.parameters.get("properties")
+    required = tool.parameters.get("required") or []
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return None
+    names = required or list(properties)
+    if len(names) != 1 or not isinstance(names[0], str):
+        return None
+    schema = properties.get(names[0])
+    return names[0] if isinstance(schema, dict) and schema.get("type") == "string" else None

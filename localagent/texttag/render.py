@@ -1,0 +1,158 @@
+"""Rendering a history as a text-tag prompt.
+
+Rendering is append-only: a message renders the same whatever follows it, and an assistant turn
+renders exactly as the grammar made the model write it. So each step's prompt starts with the
+previous prompt plus the previous reply, and the KV cache of that prefix is reused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from localagent.tools.spec import ToolSpec
+
+ELIDED = "[older observation elided to fit the context window]"
+TurnRole = Literal["system", "user", "assistant", "observation"]
+
+
+@dataclass(frozen=True)
+class PromptTurn:
+    role: TurnRole
+    text: str
+
+
+def format_instructions(tools: Sequence[ToolSpec]) -> str:
+    lines = ["You answer the question by thinking step by step and using tools."]
+    if tools:
+        lines.append("\nTools:")
+        lines.extend(f"- {tool.name}: {tool.description} Input: {tool.compact_schema()}" for tool in tools)
+        names = ", ".join(tool.name for tool in tools)
+        lines.append(
+            "\nUse this format:\n"
+            "Question: the question you must answer\n"
+            "Thought: one line about what to do next\n"
+            f"Action: the tool to use, one of [{names}]\n"
+            "Action Input: the tool's input as a JSON object on one line\n"
+            "Observation: the result of the action (written for you; never write it yourself)\n"
+            "... (Thought, Action, Action Input and Observation can repeat)\n"
+            "Thought: I know the final answer\n"
+            "Final Answer: the final answer to the question"
+        )
+        lines.append("\n" + _example(tools))
+    else:
+        lines.append(
+            "\nUse this format:\nQuestion: the question you must answer\n"
+            "Thought: one line of reasoning\nFinal Answer: the final answer to the question"
+        )
+    return "\n".join(lines)
+
+
+def _example(tools: Sequence[ToolSpec]) -> str:
+    if any(tool.name == "calculator" for tool in tools):
+        return (
+            "Example:\nQuestion: What is 12 times 7?\n"
+            "Thought: I should multiply with the calculator.\n"
+            "Action: calculator\n"
+            'Action Input: {"expression": "12 * 7"}\n'
+            "Observation: 84\n"
+            "Thought: I know the final answer.\n"
+            "Final Answer: 12 times 7 is 84."
+        )
+    tool = tools[0]
+    arguments = {name: "..." for name in tool.parameters.get("required", [])}
+    return (
+        f"Example:\nQuestion: ...\nThought: I should use {tool.name}.\nAction: {tool.name}\n"
+        f"Action Input: {json.dumps(arguments)}\nObservation: ...\n"
+        "Thought: I know the final answer.\nFinal Answer: ..."
+    )
+
+
+def render_reply(message: AssistantMessage) -> str:
+    """The assistant turn as the grammar makes the model write it."""
+    thought = f"Thought: {message.reasoning}\n" if message.reasoning is not None else ""
+    if message.tool_requests:
+        actions = "".join(
+            f"Action: {request.name}\nAction Input: {_arguments_text(request.raw_arguments, request.arguments)}\n"
+            for request in message.tool_requests
+        )
+        return thought + actions
+    return f"{thought}Final Answer: {message.content}\n"
+
+
+def _arguments_text(raw: str, arguments: dict | None) -> str:
+    """The arguments as written when that was one line of JSON, else their compact JSON form."""
+    if "\n" not in raw:
+        try:
+            json.loads(raw)
+        except json.JSONDecodeError:
+            pass
+        else:
+            return raw
+    if arguments is None:
+        return raw.replace("\n", " ")
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def prompt_turns(
+    messages: Sequence[Message], tools: Sequence[ToolSpec], elided: frozenset[int] = frozenset(), *, plain: bool
+) -> list[PromptTurn]:
+    """The history as prompt turns; tool messages whose index is in `elided` are replaced by a marker."""
+    instructions = format_instructions(tools)
+    system = next((m.content for m in messages if isinstance(m, SystemMessage)), "")
+    turns = [PromptTurn("system", f"{system}\n\n{instructions}" if system else instructions)]
+    step_results: list[tuple[int, ToolMessage]] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, ToolMessage) and step_results:
+            turns.append(_observations(step_results, elided))
+            step_results = []
+        if isinstance(message, UserMessage):
+            if message.feedback:
+                turns.append(PromptTurn("observation", f"Observation: {message.content}\n"))
+            else:
+                turns.append(PromptTurn("user", f"Question: {message.content}\n"))
+        elif isinstance(message, AssistantMessage):
+            malformed = _followed_by_feedback(messages, index)
+            text = message.content if malformed else render_reply(message)
+            turns.append(PromptTurn("assistant", text if text.endswith("\n") or not plain else text + "\n"))
+        elif isinstance(message, ToolMessage):
+            step_results.append((index, message))
+    if step_results:
+        turns.append(_observations(step_results, elided))
+    return turns
+
+
+def _observations(results: list[tuple[int, ToolMessage]], elided: frozenset[int]) -> PromptTurn:
+    lines = []
+    for position, (index, message) in enumerate(results, start=1):
+        content = ELIDED if index in elided else message.content
+        label = f"[{position}/{len(results)} {message.name}] " if len(results) > 1 else ""
+        lines.append(f"Observation: {label}{content}\n")
+    return PromptTurn("observation", "".join(lines))
+
+
+def _followed_by_feedback(messages: Sequence[Message], index: int) -> bool:
+    following = messages[index + 1] if index + 1 < len(messages) else None
+    return isinstance(following, UserMessage) and following.feedback
+
+
+def render_plain(turns: Sequence[PromptTurn]) -> str:
+    """A base model's prompt: the instructions, a blank line, then the Question/Thought/... text."""
+    head, *rest = turns
+    return head.text + "\n\n" + "".join(turn.text for turn in rest)
+
+
+def chat_messages(turns: Sequence[PromptTurn]) -> list[dict[str, str]]:
+    """The turns as chat messages for a GGUF chat template; observations go back as the user."""
+    messages: list[dict[str, str]] = []
+    for turn in turns:
+        role = "user" if turn.role == "observation" else turn.role
+        text = turn.text.rstrip("\n")
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"] += "\n" + text
+        else:
+            messages.append({"role": role, "content": text})
+    return messages

@@ -1,0 +1,203 @@
+"""Running the tool requests of one step: one tool message per request, in request order.
+
+Every problem becomes a `Tool error: ...` message the model can read and act on; nothing raises.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from localagent.cancel import Cancelled, CancelToken
+from localagent.events import EventSink, ToolFinished, ToolStarted
+from localagent.messages import ToolMessage, ToolRequest
+from localagent.tools.base import InvalidArguments, Tool, ToolError
+
+Approver = Callable[[Tool, ToolRequest], bool]
+REPEAT_NOTE = "(You already made this exact call; this is its earlier result. Do not repeat it.)"
+
+
+def deny_all(tool: Tool, request: ToolRequest) -> bool:
+    return False
+
+
+@dataclass
+class _Outcome:
+    content: str
+    is_error: bool
+    counts_as_failure: bool = False
+    repeated: bool = False
+    ran: bool = False
+
+
+@dataclass
+class ToolExecutor:
+    """Keeps what must outlive a step: earlier results for the repeat guard and failure streaks."""
+
+    tools: dict[str, Tool]
+    on_event: EventSink
+    approve: Approver = deny_all
+    max_requests: int = 8
+    parallel: bool = True
+    failure_streaks: dict[str, int] = field(default_factory=dict)
+    _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def run_step(self, requests: Sequence[ToolRequest], cancel: CancelToken) -> list[ToolMessage]:
+        outcomes: list[_Outcome | None] = [None] * len(requests)
+        batch: list[int] = []  # indexes of read-only calls waiting to run together
+
+        def flush_batch() -> None:
+            if not batch:
+                return
+            if self.parallel and len(batch) > 1:
+                with ThreadPoolExecutor(max_workers=min(4, len(batch))) as pool:
+                    results = list(pool.map(lambda i: self._call(requests[i], cancel), batch))
+            else:
+                results = [self._call(requests[i], cancel) for i in batch]
+            for index, outcome in zip(batch, results, strict=True):
+                outcomes[index] = outcome
+            batch.clear()
+
+        first_of_key: dict[tuple[str, str], int] = {}
+        repeats: list[tuple[int, int]] = []
+        for index, request in enumerate(requests):
+            early = self._check(request, index)
+            if early is not None:
+                outcomes[index] = early
+                continue
+            tool = self.tools[request.name]
+            key = _call_key(request)
+            if key in first_of_key and not tool.changes_files:
+                repeats.append((index, first_of_key[key]))
+                continue
+            first_of_key[key] = index
+            if tool.changes_files:
+                flush_batch()
+                outcomes[index] = self._call_changing(tool, request, cancel)
+            else:
+                batch.append(index)
+        flush_batch()
+        for index, first in repeats:
+            outcomes[index] = _repeat_of(outcomes[first])
+        return [self._finish(request, outcome) for request, outcome in zip(requests, outcomes, strict=True)]
+
+    def tool_with_failure_streak(self, limit: int) -> str | None:
+        return next((name for name, streak in self.failure_streaks.items() if streak >= limit), None)
+
+    def _check(self, request: ToolRequest, index: int) -> _Outcome | None:
+        """An outcome decided without running the tool, or None when it should run."""
+        if index >= self.max_requests:
+            return _Outcome(
+                f"Tool error: not run: at most {self.max_requests} tool calls are allowed in one step.", True
+            )
+        if request.parse_error:
+            return _Outcome(f"Tool error: {request.parse_error}", True, counts_as_failure=True)
+        tool = self.tools.get(request.name)
+        if tool is None:
+            available = ", ".join(sorted(self.tools)) or "(none)"
+            return _Outcome(
+                f"Tool error: unknown tool {request.name!r}. Available tools: {available}.",
+                True,
+                counts_as_failure=True,
+            )
+        try:
+            tool.validate(request.arguments or {})
+        except InvalidArguments as error:
+            return _Outcome(
+                f"Tool error: invalid arguments for {request.name}: {error}", True, counts_as_failure=True
+            )
+        key = _call_key(request)
+        if key in self._earlier_results and not tool.changes_files:
+            return _Outcome(f"{self._earlier_results[key]}\n{REPEAT_NOTE}", False, repeated=True)
+        return None
+
+    def _call_changing(self, tool: Tool, request: ToolRequest, cancel: CancelToken) -> _Outcome:
+        if not self.approve(tool, request):
+            return _Outcome(
+                f"Tool error: the user did not approve {tool.name}; nothing was changed. "
+                "Do not retry it; continue without it or explain in your answer.",
+                True,
+            )
+        outcome = self._call(request, cancel)
+        # A change can make any earlier read stale.
+        self._earlier_results.clear()
+        return outcome
+
+    def _call(self, request: ToolRequest, cancel: CancelToken) -> _Outcome:
+        if cancel.cancelled:
+            return _Outcome("Tool error: cancelled before it ran.", True)
+        tool = self.tools[request.name]
+        self.on_event(
+            ToolStarted(
+                request_id=request.id,
+                name=request.name,
+                arguments=request.arguments,
+                raw_arguments=request.raw_arguments,
+            )
+        )
+        started = time.monotonic()
+        try:
+            content = tool.run(request.arguments or {}, cancel)
+            outcome = _Outcome(content, False)
+            if not tool.changes_files:
+                self._earlier_results[_call_key(request)] = content
+        except Cancelled:
+            outcome = _Outcome("Tool error: cancelled while running.", True)
+        except ToolError as error:
+            outcome = _Outcome(f"Tool error: {error}", True, counts_as_failure=True)
+        except InvalidArguments as error:
+            outcome = _Outcome(f"Tool error: invalid arguments for {tool.name}: {error}", True, True)
+        except Exception as error:  # noqa: BLE001 - any tool bug becomes a message to the model
+            outcome = _Outcome(f"Tool error: {tool.name} failed: {_one_line(error)}", True, True)
+        outcome.ran = True
+        self.on_event(
+            ToolFinished(
+                request_id=request.id,
+                name=request.name,
+                content=outcome.content,
+                is_error=outcome.is_error,
+                seconds=round(time.monotonic() - started, 4),
+            )
+        )
+        return outcome
+
+    def _finish(self, request: ToolRequest, outcome: _Outcome | None) -> ToolMessage:
+        assert outcome is not None
+        if outcome.counts_as_failure:
+            self.failure_streaks[request.name] = self.failure_streaks.get(request.name, 0) + 1
+        elif not outcome.is_error:
+            self.failure_streaks[request.name] = 0
+        if not outcome.ran:
+            self.on_event(
+                ToolFinished(
+                    request_id=request.id,
+                    name=request.name,
+                    content=outcome.content,
+                    is_error=outcome.is_error,
+                    seconds=0.0,
+                    repeated=outcome.repeated,
+                )
+            )
+        return ToolMessage(
+            request_id=request.id, name=request.name, content=outcome.content, is_error=outcome.is_error
+        )
+
+
+def _repeat_of(first: _Outcome | None) -> _Outcome:
+    assert first is not None
+    if first.is_error:
+        return _Outcome("Tool error: not run: the same call earlier in this step failed.", True)
+    return _Outcome(f"{first.content}\n{REPEAT_NOTE}", False, repeated=True)
+
+
+def _call_key(request: ToolRequest) -> tuple[str, str]:
+    return request.name, json.dumps(request.arguments or {}, sort_keys=True, ensure_ascii=False)
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    detail = text[0] if text else ""
+    return f"{type(error).__name__}: {detail}" if detail else type(error).__name__

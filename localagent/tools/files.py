@@ -1,0 +1,413 @@
+"""Built-in file tools: list, read and search files in the workspace, write and edit them.
+
+Each method's docstring (first paragraph) is the description the model sees, and its annotated
+parameters are the JSON schema, so both are written for a small model: short and literal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, BinaryIO
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from localagent.cancel import CancelToken
+from localagent.tools.base import Tool, ToolError
+from localagent.tools.workspace import Workspace
+
+LIST_LIMIT = 200  # entries shown by list_dir
+READ_CHAR_LIMIT = 8000  # characters of numbered lines returned by one read_file call
+LINE_CHAR_LIMIT = 1000  # a longer line is cut: read_file shows and search_text searches only its start
+SEARCH_MATCH_LIMIT = 50
+SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
+BINARY_SNIFF_BYTES = 8192
+SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    # An optional argument is shown as plain "integer"; "default": null would contradict that type.
+    schema.pop("default", None)
+
+
+DirPath = Annotated[str, Field(description="Directory path relative to the workspace root; '.' is the root")]
+FilePath = Annotated[str, Field(description="File path relative to the workspace root, like 'src/main.py'")]
+StartLine = Annotated[int, Field(ge=1, description="First line to read (1 is the first line)")]
+EndLine = Annotated[
+    int | SkipJsonSchema[None],
+    Field(description="Last line to read; leave it out to read to the end", json_schema_extra=_no_default),
+]
+Pattern = Annotated[str, Field(description="Text to find (case-sensitive)")]
+SearchPath = Annotated[
+    str, Field(description="File or directory to search, relative to the workspace root; '.' is everything")
+]
+IsRegex = Annotated[
+    bool, Field(description="true: pattern is a Python regular expression; false: plain text")
+]
+Content = Annotated[str, Field(description="The complete new content of the file")]
+OldText = Annotated[
+    str, Field(description="The exact text to replace, copied from the file without line numbers")
+]
+NewText = Annotated[str, Field(description="The text to put in its place")]
+
+
+class FileTools:
+    """The file tools of one workspace; `tools()` turns them into Tool objects."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def tools(self) -> list[Tool]:
+        return [
+            Tool.from_function(self.list_dir),
+            Tool.from_function(self.read_file),
+            Tool.from_function(self.search_text),
+            Tool.from_function(self.write_file, changes_files=True),
+            Tool.from_function(self.replace_in_file, changes_files=True),
+        ]
+
+    def list_dir(self, path: DirPath = ".") -> str:
+        """List the files and directories in a directory. Directory names end with '/'."""
+        real = self.workspace.resolve(path)
+        shown = self.workspace.relative(real)
+        status = _status(real, shown)
+        if status is None:
+            raise ToolError(
+                f"No such directory: {shown}. Call list_dir with path '.' to see the workspace root."
+            )
+        if not stat.S_ISDIR(status.st_mode):
+            raise ToolError(f"{shown} is a file, not a directory. Use read_file to read it.")
+        try:
+            with os.scandir(real) as entries:
+                names = [self._entry_name(entry) for entry in entries]
+        except OSError as error:
+            raise ToolError(f"Cannot list {shown}: {error.strerror}.") from None
+        if not names:
+            return f"Directory {shown} is empty."
+        # Directories first, so a capped listing still shows where to look next.
+        names.sort(key=lambda name: (not name.endswith("/"), name))
+        lines = [f"Directory {shown} ({len(names)} entries):", *names[:LIST_LIMIT]]
+        if len(names) > LIST_LIMIT:
+            lines.append(
+                f"[Only the first {LIST_LIMIT} of {len(names)} entries are shown. "
+                "List a subdirectory, or use search_text to find files by their content.]"
+            )
+        return "\n".join(lines)
+
+    def read_file(
+        self,
+        path: FilePath,
+        start_line: StartLine = 1,
+        end_line: EndLine = None,
+        cancel: CancelToken | None = None,
+    ) -> str:
+        """Read a text file. Each line is shown with its line number, like '12: text'."""
+        real, shown = self._existing_file(path)
+        if end_line is not None and end_line < start_line:
+            raise ToolError(
+                f"end_line ({end_line}) is before start_line ({start_line}). Use end_line >= start_line."
+            )
+        shown_lines: list[str] = []
+        used = 0
+        next_line: int | None = None  # the first wanted line left out because of the size limit
+        total = 0
+        try:
+            with real.open("rb") as file:
+                if _looks_binary(file):
+                    raise ToolError(f"{shown} is a binary file; read_file can only read text files.")
+                for total, raw in enumerate(_lines(file), start=1):
+                    if total % 10_000 == 0 and cancel is not None:
+                        cancel.raise_if_cancelled()
+                    wanted = total >= start_line and (end_line is None or total <= end_line)
+                    if not wanted or next_line is not None:
+                        continue
+                    line = f"{total}: {_display_line(raw)}"
+                    if used + len(line) > READ_CHAR_LIMIT and shown_lines:
+                        next_line = total
+                        continue
+                    shown_lines.append(line)
+                    used += len(line) + 1
+        except OSError as error:
+            raise ToolError(f"Cannot read {shown}: {error.strerror}.") from None
+        if total == 0:
+            return f"{shown} is empty (0 lines)."
+        if start_line > total:
+            raise ToolError(f"start_line {start_line} is past the end of {shown}, which has {total} lines.")
+        last = min(end_line or total, total)
+        if next_line is None:
+            return f"{shown}, lines {start_line}-{last} of {total}:\n" + "\n".join(shown_lines)
+        header = f"{shown}, lines {start_line}-{next_line - 1} of {total}:"
+        notice = (
+            f"[Truncated: lines {next_line}-{last} are not shown because the output is limited to "
+            f"{READ_CHAR_LIMIT} characters. To read on, call read_file with start_line={next_line}.]"
+        )
+        return "\n".join([header, *shown_lines, notice])
+
+    def search_text(
+        self,
+        pattern: Pattern,
+        path: SearchPath = ".",
+        regex: IsRegex = False,
+        cancel: CancelToken | None = None,
+    ) -> str:
+        """Search text files for a pattern. Each match is shown as 'file:line: text'."""
+        if pattern == "":
+            raise ToolError("pattern is empty. Give the text to search for.")
+        matches = _matcher(pattern, regex)
+        real = self.workspace.resolve(path)
+        shown = self.workspace.relative(real)
+        status = _status(real, shown)
+        if status is None:
+            raise ToolError(f"No such file or directory: {shown}. Use '.' to search the whole workspace.")
+        results: list[str] = []
+        searched = skipped_large = 0
+        more = False
+        for file in [real] if stat.S_ISREG(status.st_mode) else self._text_file_candidates(real):
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            try:
+                if file != real and file.stat().st_size > SEARCH_FILE_BYTES_LIMIT:
+                    skipped_large += 1
+                    continue
+                with file.open("rb") as handle:
+                    if _looks_binary(handle):
+                        if file == real:
+                            raise ToolError(
+                                f"{shown} is a binary file; search_text only searches text files."
+                            )
+                        continue
+                    searched += 1
+                    for number, raw in enumerate(_lines(handle), start=1):
+                        text = _display_line(raw)
+                        if not matches(text):
+                            continue
+                        if len(results) == SEARCH_MATCH_LIMIT:
+                            more = True
+                            break
+                        results.append(f"{self.workspace.relative(file)}:{number}: {text.strip()}")
+            except OSError:
+                continue  # unreadable files are skipped like binary ones
+            if more:
+                break
+        skipped = (
+            f" ({skipped_large} files over {SEARCH_FILE_BYTES_LIMIT:,} bytes skipped)"
+            if skipped_large
+            else ""
+        )
+        if not results:
+            noun = "file" if searched == 1 else "files"
+            return f"No matches for {pattern!r} in {shown} ({searched} {noun} searched){skipped}."
+        lines = [f"Matches for {pattern!r} in {shown}{skipped}:", *results]
+        if more:
+            lines.append(
+                f"[Stopped after {SEARCH_MATCH_LIMIT} matches; there are more. "
+                "Use a more specific pattern or a smaller path.]"
+            )
+        return "\n".join(lines)
+
+    def write_file(self, path: FilePath, content: Content) -> str:
+        """Create a file or overwrite it with new content. Missing directories are created."""
+        real = self.workspace.resolve(path)
+        shown = self.workspace.relative(real)
+        if path.strip().endswith(("/", "\\")):
+            raise ToolError(f"{path!r} ends with '/'. Give the path of a file, like 'notes/todo.txt'.")
+        status = _status(real, shown)
+        if status is not None and stat.S_ISDIR(status.st_mode):
+            raise ToolError(f"{shown} is a directory. Give the path of a file, like 'notes/todo.txt'.")
+        self._refuse_vcs(real)
+        try:
+            real.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            raise ToolError(
+                f"Cannot create the directory for {shown}: a part of the path is a file."
+            ) from None
+        _write_atomically(real, content.encode("utf-8"), shown)
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        what = "Created" if status is None else "Overwrote"
+        return f"{what} {shown} ({lines} lines, {len(content)} characters)."
+
+    def replace_in_file(self, path: FilePath, old: OldText, new: NewText) -> str:
+        """Replace one exact piece of text in a file. old must appear exactly once in the file."""
+        real, shown = self._existing_file(path)
+        self._refuse_vcs(real)
+        if old == "":
+            raise ToolError("old is empty. Copy the exact text to replace from the file.")
+        if old == new:
+            raise ToolError("old and new are the same, so nothing would change.")
+        text = _read_utf8(real, shown)
+        count = _occurrences(text, old)
+        if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
+            # The file has Windows line endings; the model almost always writes plain "\n".
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+            count = _occurrences(text, old)
+        if count == 0:
+            raise ToolError(
+                f"old was not found in {shown}. Nothing was changed. {_not_found_hint(text, old)}"
+            )
+        if count > 1:
+            raise ToolError(
+                f"old appears {count} times in {shown}, but it must appear exactly once. "
+                "Nothing was changed. Add some of the surrounding lines to old so that it matches one place."
+            )
+        line = text.count("\n", 0, text.index(old)) + 1
+        _write_atomically(real, text.replace(old, new, 1).encode("utf-8"), shown)
+        return f"Replaced the text at line {line} of {shown}."
+
+    def _existing_file(self, path: str) -> tuple[Path, str]:
+        real = self.workspace.resolve(path)
+        shown = self.workspace.relative(real)
+        status = _status(real, shown)
+        if status is None:
+            raise ToolError(f"No such file: {shown}. Use list_dir to see which files exist.")
+        if stat.S_ISDIR(status.st_mode):
+            raise ToolError(f"{shown} is a directory, not a file. Use list_dir to see what it contains.")
+        if not stat.S_ISREG(status.st_mode):
+            raise ToolError(
+                f"{shown} is not a regular file (it may be a device or a pipe); it cannot be used."
+            )
+        return real, shown
+
+    def _entry_name(self, entry: os.DirEntry[str]) -> str:
+        if entry.is_symlink() and not self.workspace.contains(os.path.realpath(entry.path)):
+            return f"{entry.name} (link to outside the workspace; cannot be used)"
+        try:
+            return entry.name + "/" if entry.is_dir() else entry.name
+        except OSError:
+            return entry.name
+
+    def _refuse_vcs(self, real: Path) -> None:
+        # Files in .git can run commands (hooks, config), so writing there is writing outside the workspace.
+        parts = real.relative_to(self.workspace.root).parts
+        vcs = next((part for part in parts if part.lower() in VCS_DIRS), None)
+        if vcs is not None:
+            raise ToolError(
+                f"{self.workspace.relative(real)} is inside {vcs}; files there cannot be changed."
+            )
+
+    def _text_file_candidates(self, directory: Path) -> Iterator[Path]:
+        """Regular files below `directory` in sorted order, without hidden or generated directories."""
+        for current, dirnames, filenames in os.walk(directory):
+            dirnames[:] = sorted(
+                name for name in dirnames if not name.startswith(".") and name not in SKIPPED_DIRS
+            )
+            for name in sorted(filenames):
+                file = Path(current, name)
+                if file.is_symlink() and not self.workspace.contains(os.path.realpath(file)):
+                    continue
+                try:
+                    if stat.S_ISREG(file.stat().st_mode):
+                        yield file
+                except OSError:
+                    continue
+
+
+def _status(real: Path, shown: str) -> os.stat_result | None:
+    """The path's status, or None if it does not exist; other OS errors become a ToolError."""
+    try:
+        return real.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise ToolError(f"Cannot access {shown}: {error.strerror}.") from None
+
+
+def _looks_binary(file: BinaryIO) -> bool:
+    """A NUL byte near the start means binary, as git and grep decide; rewinds the file."""
+    head = file.read(BINARY_SNIFF_BYTES)
+    file.seek(0)
+    return b"\0" in head
+
+
+def _lines(file: BinaryIO) -> Iterator[bytes]:
+    """The lines without their endings; a huge line is cut, so a one-line 1 GB file cannot fill memory."""
+    limit = LINE_CHAR_LIMIT * 4 + 1  # UTF-8 needs up to 4 bytes a character
+    while True:
+        chunk = file.readline(limit)
+        if not chunk:
+            return
+        if not chunk.endswith(b"\n"):
+            rest = chunk
+            while rest and not rest.endswith(b"\n"):
+                rest = file.readline(limit)
+        yield chunk.rstrip(b"\r\n")
+
+
+def _display_line(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace")
+    if len(text) > LINE_CHAR_LIMIT:
+        return text[:LINE_CHAR_LIMIT] + " [line cut]"
+    return text
+
+
+def _matcher(pattern: str, regex: bool) -> Callable[[str], bool]:
+    if not regex:
+        return lambda text: pattern in text
+    try:
+        compiled = re.compile(pattern)
+    except re.error as error:
+        raise ToolError(
+            f"Invalid regular expression {pattern!r}: {error}. "
+            "Fix it, or set regex to false to search plain text."
+        ) from None
+    return lambda text: compiled.search(text) is not None
+
+
+def _read_utf8(real: Path, shown: str) -> str:
+    try:
+        data = real.read_bytes()
+    except OSError as error:
+        raise ToolError(f"Cannot read {shown}: {error.strerror}.") from None
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        raise ToolError(f"{shown} is a binary file; only text files can be edited.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown} is not UTF-8 text, so it cannot be edited safely.") from None
+
+
+def _occurrences(text: str, old: str, stop_at: int = 1000) -> int:
+    """Overlapping occurrences count too: 'aa' in 'aaa' is ambiguous, so it counts twice."""
+    count, start = 0, text.find(old)
+    while start != -1 and count < stop_at:
+        count += 1
+        start = text.find(old, start + 1)
+    return count
+
+
+def _not_found_hint(text: str, old: str) -> str:
+    if re.match(r"\s*\d+: ", old):
+        return "Leave out the line numbers that read_file shows ('12: ')."
+    if old.strip() and old.strip() in text:
+        return "The spaces or newlines at the start or end of old differ from the file; copy them exactly."
+    return "Read the file again with read_file and copy old exactly, including indentation."
+
+
+def _write_atomically(real: Path, data: bytes, shown: str) -> None:
+    """Write a temp file next to the target, then rename it over the target: readers never see half a file."""
+    try:
+        mode = stat.S_IMODE(real.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    temp = real.with_name(f".{real.name[:100]}.{secrets.token_hex(4)}.tmp")
+    try:
+        # 0o666 lets the umask decide a new file's mode, as for any file the user creates.
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                if mode is not None:
+                    os.fchmod(file.fileno(), mode)
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            temp.replace(real)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+    except OSError as error:
+        raise ToolError(f"Cannot write {shown}: {error.strerror or error}.") from None

@@ -1,0 +1,52 @@
+"""The JSONL transcript: one line per message and per event, flushed as the run goes."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from localagent.events import ContentDelta, Event, ReasoningDelta
+from localagent.messages import HISTORY, MESSAGE, Message
+
+
+class Transcript:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] = path.open("a", encoding="utf-8")
+
+    def write_message(self, message: Message) -> None:
+        self._write(
+            {"type": "message", "at": time.time(), "message": MESSAGE.dump_python(message, mode="json")}
+        )
+
+    def write_event(self, event: Event) -> None:
+        if isinstance(event, ReasoningDelta | ContentDelta):
+            return  # the messages hold the same text, whole
+        self._write(event.model_dump(mode="json"))
+
+    def write_note(self, kind: str, **fields: Any) -> None:
+        self._write({"type": kind, "at": time.time(), **fields})
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._file.closed:
+            return
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+
+def read_messages(path: Path) -> list[Message]:
+    """The history kept in a transcript, in order."""
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return HISTORY.validate_python([r["message"] for r in records if r.get("type") == "message"])
+
+
+def default_transcript_path(directory: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return directory / f"run-{stamp}-{time.monotonic_ns() % 100000:05d}.jsonl"

@@ -1,0 +1,31 @@
+"""The one interface between the runner and a model: run one turn of the conversation.
+
+A turn reads the history and returns either a final answer or tool requests. A reply the model got
+wrong in a way it can fix (unparsable text, output cut off, no call where one was required) raises
+`RecoverableTurnError`; the runner sends its feedback back to the model. `BackendError` means the
+backend cannot go on; `Cancelled` means the cancel token fired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from localagent.cancel import CancelToken
+from localagent.events import DeltaSink
+from localagent.messages import Final, Message, ToolChoice, ToolRequests
+from localagent.tools.spec import ToolSpec
+
+
+@runtime_checkable
+class ModelTurn(Protocol):
+    name: str
+
+    def __call__(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        cancel: CancelToken,
+        on_delta: DeltaSink | None = None,
+    ) -> Final | ToolRequests: ...

@@ -1,0 +1,25 @@
+"""Shared test setup: user state goes to temporary directories, never the real home."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# One models directory for the whole session, so the embedded model is assembled once per run.
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="localagent-test-home-"))
+os.environ.setdefault("LOCALAGENT_HOME", str(_SESSION_HOME))
+
+EXTERNAL = Path(__file__).parent / "external"
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = tmp_path_factory.mktemp("user")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+    for name in list(os.environ):
+        if name.startswith("LOCALAGENT_") and name not in ("LOCALAGENT_HOME",):
+            monkeypatch.delenv(name)

@@ -1,0 +1,363 @@
+"""The built-in file tools: outputs, caps and their notices, atomic writes and the exactly-once edit rule."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from localagent.cancel import Cancelled, CancelToken
+from localagent.events import ToolFinished
+from localagent.messages import ToolRequest
+from localagent.tool_execution import ToolExecutor
+from localagent.tools.base import InvalidArguments, ToolError
+from localagent.tools.files import (
+    LINE_CHAR_LIMIT,
+    LIST_LIMIT,
+    READ_CHAR_LIMIT,
+    SEARCH_MATCH_LIMIT,
+    FileTools,
+)
+from localagent.tools.workspace import Workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("import os\n\ndef main():\n    print('hello')\n")
+    (root / "README.md").write_text("# Demo\nhello world\n")
+    (root / "docs").mkdir()
+    return root
+
+
+@pytest.fixture
+def tools(ws: Path) -> FileTools:
+    return FileTools(Workspace(ws))
+
+
+def files_in(directory: Path) -> list[str]:
+    return sorted(str(path.relative_to(directory)) for path in directory.rglob("*"))
+
+
+# list_dir
+
+
+def test_list_dir_sorts_with_directories_first_and_marked(tools: FileTools) -> None:
+    assert tools.list_dir() == "Directory . (3 entries):\ndocs/\nsrc/\nREADME.md"
+    assert tools.list_dir("src") == "Directory src (2 entries):\npkg/\nmain.py"
+
+
+def test_list_dir_of_an_empty_directory(tools: FileTools) -> None:
+    assert tools.list_dir("docs") == "Directory docs is empty."
+
+
+def test_list_dir_is_capped_with_a_notice(tools: FileTools, ws: Path) -> None:
+    for number in range(LIST_LIMIT + 5):
+        (ws / "docs" / f"note{number:04}.txt").write_text("x")
+    output = tools.list_dir("docs").splitlines()
+    assert output[0] == f"Directory docs ({LIST_LIMIT + 5} entries):"
+    assert len(output) == LIST_LIMIT + 2
+    assert output[-1].startswith(f"[Only the first {LIST_LIMIT} of {LIST_LIMIT + 5} entries are shown.")
+
+
+def test_list_dir_errors_say_what_to_do(tools: FileTools) -> None:
+    with pytest.raises(ToolError, match=r"No such directory: nope\. Call list_dir with path '\.'"):
+        tools.list_dir("nope")
+    with pytest.raises(ToolError, match=r"README\.md is a file, not a directory\. Use read_file"):
+        tools.list_dir("README.md")
+
+
+# read_file
+
+
+def test_read_file_numbers_lines(tools: FileTools) -> None:
+    assert tools.read_file("src/main.py") == (
+        "src/main.py, lines 1-4 of 4:\n1: import os\n2: \n3: def main():\n4:     print('hello')"
+    )
+
+
+def test_read_file_reads_a_range(tools: FileTools) -> None:
+    assert (
+        tools.read_file("src/main.py", start_line=3, end_line=3)
+        == "src/main.py, lines 3-3 of 4:\n3: def main():"
+    )
+    assert tools.read_file("src/main.py", start_line=4, end_line=99).endswith("4:     print('hello')")
+
+
+def test_read_file_truncates_with_a_notice_that_says_how_to_read_on(tools: FileTools, ws: Path) -> None:
+    lines = [f"line {number} " + "x" * 70 for number in range(1, 501)]
+    (ws / "big.txt").write_text("\n".join(lines) + "\n")
+    output = tools.read_file("big.txt")
+    assert len(output) < READ_CHAR_LIMIT + 400
+    match = re.search(r"call read_file with start_line=(\d+)\.\]$", output)
+    assert match, output[-300:]
+    next_line = int(match.group(1))
+    assert output.startswith(f"big.txt, lines 1-{next_line - 1} of 500:\n")
+    assert f"[Truncated: lines {next_line}-500 are not shown" in output
+    assert f"\n{next_line - 1}: line {next_line - 1} " in output
+    assert f"\n{next_line}: " not in output
+    # Following the notice continues exactly where the first call stopped.
+    following = tools.read_file("big.txt", start_line=next_line)
+    assert following.splitlines()[1].startswith(f"{next_line}: line {next_line} ")
+
+
+def test_read_file_cuts_a_huge_line(tools: FileTools, ws: Path) -> None:
+    (ws / "minified.js").write_text("a" * (LINE_CHAR_LIMIT * 50) + "\nsecond\n")
+    output = tools.read_file("minified.js")
+    assert output.splitlines() == [
+        "minified.js, lines 1-2 of 2:",
+        "1: " + "a" * LINE_CHAR_LIMIT + " [line cut]",
+        "2: second",
+    ]
+
+
+def test_read_file_refuses_binary_files(tools: FileTools, ws: Path) -> None:
+    (ws / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    with pytest.raises(ToolError, match=r"image\.png is a binary file; read_file can only read text files"):
+        tools.read_file("image.png")
+
+
+def test_read_file_errors(tools: FileTools, ws: Path) -> None:
+    (ws / "empty.txt").write_text("")
+    assert tools.read_file("empty.txt") == "empty.txt is empty (0 lines)."
+    with pytest.raises(ToolError, match=r"start_line 9 is past the end of src/main\.py, which has 4 lines"):
+        tools.read_file("src/main.py", start_line=9)
+    with pytest.raises(ToolError, match=r"end_line \(2\) is before start_line \(3\)"):
+        tools.read_file("src/main.py", start_line=3, end_line=2)
+    with pytest.raises(ToolError, match=r"No such file: src/nope\.py\. Use list_dir"):
+        tools.read_file("src/nope.py")
+    with pytest.raises(ToolError, match="src is a directory, not a file"):
+        tools.read_file("src")
+
+
+def test_read_file_refuses_a_fifo_instead_of_blocking(tools: FileTools, ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(ToolError, match="pipe is not a regular file"):
+        tools.read_file("pipe")
+
+
+def test_a_symlink_loop_is_a_clear_error(tools: FileTools, ws: Path) -> None:
+    (ws / "loop_a").symlink_to("loop_b")
+    (ws / "loop_b").symlink_to("loop_a")
+    with pytest.raises(ToolError, match="Cannot access loop_a: Too many levels of symbolic links"):
+        tools.read_file("loop_a")
+    with pytest.raises(ToolError, match="Cannot access loop_a: Too many levels of symbolic links"):
+        tools.write_file("loop_a", "x")
+    assert tools.search_text("x") == "No matches for 'x' in . (2 files searched)."
+
+
+# search_text
+
+
+def test_search_text_finds_literal_text(tools: FileTools) -> None:
+    assert tools.search_text("hello") == (
+        "Matches for 'hello' in .:\nREADME.md:2: hello world\nsrc/main.py:4: print('hello')"
+    )
+    # Literal by default: the parenthesis is not a regex group.
+    assert tools.search_text("print(") == "Matches for 'print(' in .:\nsrc/main.py:4: print('hello')"
+
+
+def test_search_text_with_a_regex_and_a_path(tools: FileTools) -> None:
+    assert tools.search_text(r"^def \w+\(", path="src", regex=True) == (
+        "Matches for '^def \\\\w+\\\\(' in src:\nsrc/main.py:3: def main():"
+    )
+    assert tools.search_text("import", path="src/main.py") == (
+        "Matches for 'import' in src/main.py:\nsrc/main.py:1: import os"
+    )
+
+
+def test_search_text_bad_regex_is_a_clear_error(tools: FileTools) -> None:
+    with pytest.raises(ToolError, match=r"Invalid regular expression '\(unclosed'.*set regex to false"):
+        tools.search_text("(unclosed", regex=True)
+
+
+def test_search_text_no_matches(tools: FileTools) -> None:
+    assert tools.search_text("absent") == "No matches for 'absent' in . (2 files searched)."
+
+
+def test_search_text_skips_binary_files_and_hidden_and_vcs_directories(tools: FileTools, ws: Path) -> None:
+    (ws / "blob.bin").write_bytes(b"needle\x00\x01\x02")
+    for directory in (".git", ".venv", "node_modules", "src/__pycache__"):
+        (ws / directory).mkdir()
+        (ws / directory / "file.txt").write_text("needle\n")
+    (ws / "src" / "found.txt").write_text("a needle here\n")
+    assert tools.search_text("needle") == "Matches for 'needle' in .:\nsrc/found.txt:1: a needle here"
+    # Asked for by name, a hidden directory is searched.
+    assert (
+        tools.search_text("needle", path=".git") == "Matches for 'needle' in .git:\n.git/file.txt:1: needle"
+    )
+
+
+def test_search_text_is_capped_with_a_notice(tools: FileTools, ws: Path) -> None:
+    (ws / "many.txt").write_text("match\n" * (SEARCH_MATCH_LIMIT + 30))
+    output = tools.search_text("match", path="many.txt").splitlines()
+    assert len(output) == SEARCH_MATCH_LIMIT + 2
+    assert output[SEARCH_MATCH_LIMIT] == f"many.txt:{SEARCH_MATCH_LIMIT}: match"
+    assert output[-1] == (
+        f"[Stopped after {SEARCH_MATCH_LIMIT} matches; there are more. "
+        "Use a more specific pattern or a smaller path.]"
+    )
+
+
+def test_search_text_refuses_an_empty_pattern(tools: FileTools) -> None:
+    with pytest.raises(ToolError, match="pattern is empty"):
+        tools.search_text("")
+
+
+# write_file
+
+
+def test_write_file_creates_parent_directories(tools: FileTools, ws: Path) -> None:
+    assert (
+        tools.write_file("notes/2024/todo.txt", "one\ntwo\n")
+        == "Created notes/2024/todo.txt (2 lines, 8 characters)."
+    )
+    assert (ws / "notes" / "2024" / "todo.txt").read_text() == "one\ntwo\n"
+
+
+def test_write_file_replaces_atomically_and_keeps_the_mode(tools: FileTools, ws: Path) -> None:
+    target = ws / "run.sh"
+    target.write_text("old\n")
+    target.chmod(0o751)
+    inode = target.stat().st_ino
+    assert tools.write_file("run.sh", "#!/bin/sh\necho new") == "Overwrote run.sh (2 lines, 18 characters)."
+    assert target.read_text() == "#!/bin/sh\necho new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o751
+    # A new inode: the content was renamed into place, not rewritten in the old file.
+    assert target.stat().st_ino != inode
+    assert files_in(ws) == ["README.md", "docs", "run.sh", "src", "src/main.py", "src/pkg"]
+
+
+def test_write_file_gives_a_new_file_the_umask_mode(tools: FileTools, ws: Path) -> None:
+    old_umask = os.umask(0o022)
+    try:
+        tools.write_file("new.txt", "x")
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE((ws / "new.txt").stat().st_mode) == 0o644
+
+
+def test_write_file_keeps_content_bytes_exactly(tools: FileTools, ws: Path) -> None:
+    tools.write_file("crlf.txt", "a\r\nb\r\nünï\n")
+    assert (ws / "crlf.txt").read_bytes() == "a\r\nb\r\nünï\n".encode()
+
+
+def test_write_file_refuses_directories_and_vcs_files(tools: FileTools, ws: Path) -> None:
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n")
+    with pytest.raises(ToolError, match=r"src is a directory\. Give the path of a file"):
+        tools.write_file("src", "x")
+    with pytest.raises(ToolError, match=r"'newdir/' ends with '/'\. Give the path of a file"):
+        tools.write_file("newdir/", "x")
+    with pytest.raises(ToolError, match=r"\.git/hooks/pre-commit is inside \.git"):
+        tools.write_file(".git/hooks/pre-commit", "#!/bin/sh\nrm -rf ~\n")
+    with pytest.raises(ToolError, match=r"\.git/config is inside \.git; files there cannot be changed"):
+        tools.write_file(".git/config", "[core]\nfsmonitor = evil\n")
+    with pytest.raises(ToolError, match=r"Cannot create the directory for README\.md/x\.txt"):
+        tools.write_file("README.md/x.txt", "x")
+    assert (ws / ".git" / "config").read_text() == "[core]\n"
+    assert not (ws / "newdir").exists()
+
+
+# replace_in_file
+
+
+def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) -> None:
+    target = ws / "src" / "main.py"
+    target.chmod(0o600)
+    assert tools.replace_in_file("src/main.py", "print('hello')", "print('bye')") == (
+        "Replaced the text at line 4 of src/main.py."
+    )
+    assert target.read_text() == "import os\n\ndef main():\n    print('bye')\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert files_in(ws / "src") == ["main.py", "pkg"]
+
+
+@pytest.mark.parametrize(
+    ("content", "old", "message"),
+    [
+        ("a = 1\nb = 2\n", "c = 3", r"old was not found in f.py\. Nothing was changed\. Read the file again"),
+        ("x = 1\nx = 1\nx = 1\n", "x = 1", r"old appears 3 times in f.py, but it must appear exactly once"),
+        ("aaa\n", "aa", r"old appears 2 times"),
+        ("def f():\n    return 1\n", "2: return 1", r"Leave out the line numbers"),
+        ("def f():\n    return 1\n", "return 1  ", r"spaces or newlines at the start or end"),
+        ("x\n", "", r"old is empty"),
+        ("x\n", "x", r"old and new are the same"),
+    ],
+)
+def test_replace_in_file_refuses_without_changing_anything(
+    tools: FileTools, ws: Path, content: str, old: str, message: str
+) -> None:
+    target = ws / "f.py"
+    target.write_text(content)
+    os.utime(target, ns=(1_000_000_000, 1_000_000_000))
+    with pytest.raises(ToolError, match=message):
+        tools.replace_in_file("f.py", old, "x")
+    assert target.read_text() == content
+    assert target.stat().st_mtime_ns == 1_000_000_000
+    assert files_in(ws).count("f.py") == 1 and not any(name.endswith(".tmp") for name in files_in(ws))
+
+
+def test_replace_in_file_matches_plain_newlines_in_a_crlf_file(tools: FileTools, ws: Path) -> None:
+    (ws / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    tools.replace_in_file("win.txt", "one\ntwo", "1\n2")
+    assert (ws / "win.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
+
+
+def test_replace_in_file_refuses_binary_and_non_utf8_files(tools: FileTools, ws: Path) -> None:
+    (ws / "data.bin").write_bytes(b"abc\x00def")
+    (ws / "latin1.txt").write_bytes("café".encode("latin-1"))
+    with pytest.raises(ToolError, match=r"data\.bin is a binary file"):
+        tools.replace_in_file("data.bin", "abc", "x")
+    with pytest.raises(ToolError, match=r"latin1\.txt is not UTF-8 text"):
+        tools.replace_in_file("latin1.txt", "caf", "x")
+
+
+# as tools the runner calls
+
+
+def test_tools_have_small_schemas_and_the_right_flags(tools: FileTools) -> None:
+    by_name = {tool.name: tool for tool in tools.tools()}
+    assert list(by_name) == ["list_dir", "read_file", "search_text", "write_file", "replace_in_file"]
+    assert {name for name, tool in by_name.items() if tool.changes_files} == {"write_file", "replace_in_file"}
+    read = by_name["read_file"].spec.parameters
+    assert read["required"] == ["path"]
+    assert read["properties"]["end_line"] == {
+        "description": "Last line to read; leave it out to read to the end",
+        "type": "integer",
+    }
+    for tool in by_name.values():
+        assert tool.spec.description
+        assert "cancel" not in tool.spec.parameters["properties"]
+        assert all(field.get("description") for field in tool.spec.parameters["properties"].values())
+
+
+def test_arguments_are_validated_against_the_schema(tools: FileTools) -> None:
+    read = next(tool for tool in tools.tools() if tool.name == "read_file")
+    with pytest.raises(InvalidArguments, match="start_line"):
+        read.run({"path": "README.md", "start_line": 0}, CancelToken())
+    with pytest.raises(InvalidArguments, match="Extra inputs are not permitted"):
+        read.run({"path": "README.md", "lines": 3}, CancelToken())
+    assert read.run({"path": "README.md", "end_line": None}, CancelToken()).startswith("README.md, lines 1-2")
+
+
+def test_the_runner_reports_an_escape_as_a_tool_error(tools: FileTools, tmp_path: Path) -> None:
+    events: list[object] = []
+    executor = ToolExecutor(tools={tool.name: tool for tool in tools.tools()}, on_event=events.append)
+    request = ToolRequest(id="1", name="read_file", arguments={"path": "../secret.txt"})
+    [message] = executor.run_step([request], CancelToken())
+    assert message.is_error
+    assert message.content.startswith("Tool error: Path '../secret.txt' is outside the workspace.")
+    assert any(isinstance(event, ToolFinished) for event in events)
+
+
+def test_a_cancelled_search_stops(tools: FileTools) -> None:
+    cancel = CancelToken()
+    cancel.cancel()
+    search = next(tool for tool in tools.tools() if tool.name == "search_text")
+    with pytest.raises(Cancelled):
+        search.run({"pattern": "hello"}, cancel)

