@@ -261,7 +261,9 @@ def test_ctrl_c_while_the_server_stalls_mid_stream_cancels_and_keeps_the_transcr
         stderr = StreamReader(process.stderr)
         assert stderr.wait_for("Thought: Let me think about this.", 15), stderr.text
         process.send_signal(signal.SIGINT)
-        stdout, _ = process.communicate(timeout=10)
+        # Not communicate(): it would also read stderr, racing the reader thread for its last lines.
+        process.wait(timeout=10)
+        stdout = process.stdout.read()
     finally:
         if process.poll() is None:
             process.kill()

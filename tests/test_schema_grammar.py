@@ -420,3 +420,12 @@ def test_any_property_names_and_extra_keys(names: list[str], extra: str) -> None
     }
     assert accepts(schema, json.dumps(dict.fromkeys(names, 1), ensure_ascii=False))
     assert accepts(schema, json.dumps({extra: "x"}, ensure_ascii=False)) is (extra not in names)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"$ref": "#", "oneOf": [{}]}, {"$ref": "#", "anyOf": [{"type": "string"}, {"type": "null"}]}],
+)
+def test_a_ref_cycle_no_rule_can_close_is_a_clear_error(schema: dict) -> None:
+    with pytest.raises(SchemaGrammarError, match="nests more than 64 levels"):
+        schema_rules(schema, "t0")

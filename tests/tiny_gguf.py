@@ -1,15 +1,16 @@
 """A tiny random-weight llama GGUF that the real llama.cpp engine loads and runs in milliseconds.
 
-The weights are noise, so the model writes garbage; the tests rely on the grammar for structure.
-The tokenizer is real: GPT-2 style byte-level BPE (every byte is a token, so any text tokenizes),
-a few merges for the text-tag keywords, and control tokens for BOS/EOS and a chat template's turn
-markers. Two hidden-state directions are kept constant on purpose: one lifts the logits of the
-tokens that end a field (newline, quote, brace, EOS, end of turn), so greedy and sampled replies
-close their fields in a few dozen tokens instead of running to the length limit.
+The weights are noise, so the model writes nonsense; tests rely on the grammar for structure.
+The tokenizer is real: GPT-2 style byte-level BPE (each byte is a token, so any text tokenizes),
+merges that make the words of a text-tag prompt one token each, and control tokens for pad, EOS,
+BOS and a chat template's turn markers. One residual dimension is held constant so the output
+layer can add a fixed bias to the tokens that end a field (newline, quote, brace, end of turn):
+replies then close their fields within a few dozen tokens instead of running to the limit.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -76,9 +77,16 @@ system
 """
 # GPT-2's pre-tokenizer, with Python's `re` (letters are word characters that are not digits or _).
 _PRE_TOKEN = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+")
-# Where a reply field ends: these tokens get a constant lift in the logits.
-FIELD_ENDS = ("\n", '"', "}", '"}', EOS, "<end_of_turn>")
-END_LIFT = 1.0
+
+# Random logits spread with a standard deviation of about LOGIT_NOISE; the lifts, in the same
+# units, make a field's end likely within a few tokens. A newline is lifted most, so a quote only
+# wins where a newline is not allowed: inside JSON strings. A model with a chat template ends its
+# turn with the template's end-of-turn marker, as instruction-tuned models do; one without, with EOS.
+LOGIT_NOISE = 4.0
+END_LIFTS = {"\n": 11.0, '"': 9.0, '"}': 9.0, "}": 8.0}
+TURN_END_LIFT = 12.0
+# The constant residual dimension reads about this much after the final RMS norm (measured).
+_BIAS_INPUT_AFTER_NORM = 0.9
 
 
 @dataclass(frozen=True)
@@ -97,15 +105,18 @@ class Vocabulary:
     types: list[int]
     merges: list[str]
 
-    def id_of(self, text: str) -> int | None:
-        """The token for a control token's text or for a text that is one token; None if none is."""
-        index = {token: i for i, token in enumerate(self.tokens)}
-        return index.get(text, index.get(_byte_level(text)))
+    def id_of(self, text: str) -> int:
+        """The token of a control token's text, or of a text that is one token."""
+        return self.tokens.index(text if text in self.tokens else _byte_level(text))
 
 
 def _byte_alphabet() -> list[str]:
     """GPT-2's byte-to-unicode map: printable bytes stand for themselves, the rest move above 255."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     alphabet = {byte: chr(byte) for byte in printable}
     for shifted, byte in enumerate(b for b in range(256) if b not in alphabet):
         alphabet[byte] = chr(256 + shifted)
@@ -143,9 +154,9 @@ def build_vocabulary(markers: Sequence[str], corpus: str = CORPUS) -> Vocabulary
 
 
 def _apply_merges(pieces: list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
-    """BPE as llama.cpp does it: merge the lowest-ranked adjacent pair (leftmost on ties) until none is left."""
+    """BPE as llama.cpp does it: merge the lowest-ranked adjacent pair (leftmost on ties) while any is."""
     while len(pieces) > 1:
-        pair_ranks = [ranks.get(pair, len(ranks)) for pair in zip(pieces, pieces[1:], strict=False)]
+        pair_ranks = [ranks.get(pair, len(ranks)) for pair in itertools.pairwise(pieces)]
         best = min(range(len(pair_ranks)), key=pair_ranks.__getitem__)
         if pair_ranks[best] == len(ranks):
             break
@@ -153,39 +164,50 @@ def _apply_merges(pieces: list[str], ranks: dict[tuple[str, str], int]) -> list[
     return pieces
 
 
-def _weights(vocabulary: Vocabulary, dims: TinyDims, seed: int) -> Iterator[tuple[str, np.ndarray]]:
+def _weights(
+    vocabulary: Vocabulary, dims: TinyDims, turn_end: str, seed: int
+) -> Iterator[tuple[str, np.ndarray]]:
+    """Random weights (rows are outputs, as GGUF stores them), with residual dimension 0 held at a
+    constant: nothing writes to it, so the output layer reads it as a per-token bias."""
     rng = np.random.default_rng(seed)
-    n_vocab, d = len(vocabulary.tokens), dims.embedding
-    head = d // dims.heads
+    n_vocab, d, head = len(vocabulary.tokens), dims.embedding, dims.embedding // dims.heads
 
-    def normal(*shape: int, scale: float) -> np.ndarray:
-        return (rng.standard_normal(shape) * scale).astype(np.float32)
+    def dense(rows: int, columns: int, gain: float = 1.0) -> np.ndarray:
+        return (rng.standard_normal((rows, columns)) * gain / np.sqrt(columns)).astype(np.float32)
 
-    embeddings = normal(n_vocab, d, scale=1.0)
-    embeddings[:, 0] = 4.0  # a constant direction the output layer reads as a bias
+    def into_residual(rows: int, columns: int) -> np.ndarray:
+        matrix = dense(rows, columns, gain=0.5)
+        matrix[0] = 0.0
+        return matrix
+
+    ones = np.ones(d, dtype=np.float32)
+    embeddings = rng.standard_normal((n_vocab, d)).astype(np.float32)
+    embeddings[:, 0] = 1.0
     yield "token_embd.weight", embeddings
     for layer in range(dims.layers):
         prefix = f"blk.{layer}"
-        yield f"{prefix}.attn_norm.weight", np.ones(d, dtype=np.float32)
-        yield f"{prefix}.attn_q.weight", normal(dims.heads * head, d, scale=0.3)
-        yield f"{prefix}.attn_k.weight", normal(dims.kv_heads * head, d, scale=0.3)
-        yield f"{prefix}.attn_v.weight", normal(dims.kv_heads * head, d, scale=0.3)
-        yield f"{prefix}.attn_output.weight", normal(d, dims.heads * head, scale=0.1)
-        yield f"{prefix}.ffn_norm.weight", np.ones(d, dtype=np.float32)
-        yield f"{prefix}.ffn_gate.weight", normal(dims.feed_forward, d, scale=0.3)
-        yield f"{prefix}.ffn_up.weight", normal(dims.feed_forward, d, scale=0.3)
-        yield f"{prefix}.ffn_down.weight", normal(d, dims.feed_forward, scale=0.1)
-    yield "output_norm.weight", np.ones(d, dtype=np.float32)
-    output = normal(n_vocab, d, scale=0.5)
-    output[:, 0] = 0.0
-    for text in FIELD_ENDS:
-        token = vocabulary.id_of(text)
-        if token is not None:
-            output[token, 0] = END_LIFT
+        yield f"{prefix}.attn_norm.weight", ones
+        yield f"{prefix}.attn_q.weight", dense(dims.heads * head, d)
+        yield f"{prefix}.attn_k.weight", dense(dims.kv_heads * head, d)
+        yield f"{prefix}.attn_v.weight", dense(dims.kv_heads * head, d)
+        yield f"{prefix}.attn_output.weight", into_residual(d, dims.heads * head)
+        yield f"{prefix}.ffn_norm.weight", ones
+        yield f"{prefix}.ffn_gate.weight", dense(dims.feed_forward, d)
+        yield f"{prefix}.ffn_up.weight", dense(dims.feed_forward, d)
+        yield f"{prefix}.ffn_down.weight", into_residual(d, dims.feed_forward)
+    yield "output_norm.weight", ones
+    output = dense(n_vocab, d, gain=LOGIT_NOISE)
+    bias = np.zeros(n_vocab, dtype=np.float32)
+    for text, lift in END_LIFTS.items():
+        bias[vocabulary.id_of(text)] = lift
+    bias[vocabulary.id_of(turn_end)] = TURN_END_LIFT
+    output[:, 0] = bias / _BIAS_INPUT_AFTER_NORM
     yield "output.weight", output
 
 
-def build_tiny_gguf(path: Path, *, chat_template: str | None, seed: int = 0, dims: TinyDims = TinyDims()) -> Path:
+def build_tiny_gguf(
+    path: Path, *, chat_template: str | None, seed: int = 0, dims: TinyDims = TinyDims()
+) -> Path:
     """Write a tiny llama-architecture GGUF with random weights and a byte-level BPE tokenizer."""
     markers = [m for m in TURN_MARKERS if chat_template and m in chat_template]
     vocabulary = build_vocabulary(markers)
@@ -213,7 +235,8 @@ def build_tiny_gguf(path: Path, *, chat_template: str | None, seed: int = 0, dim
     writer.add_add_eos_token(False)
     if chat_template:
         writer.add_chat_template(chat_template)
-    for name, tensor in _weights(vocabulary, dims, seed):
+    turn_end = TURN_MARKERS[1] if TURN_MARKERS[1] in markers else EOS
+    for name, tensor in _weights(vocabulary, dims, turn_end, seed):
         writer.add_tensor(name, tensor)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -231,4 +254,6 @@ def tiny_model_plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_chat(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An instruction-model GGUF with a Gemma-like chat template and its turn markers."""
-    return build_tiny_gguf(tmp_path_factory.mktemp("tiny") / "tiny-chat.gguf", chat_template=GEMMA_LIKE_TEMPLATE)
+    return build_tiny_gguf(
+        tmp_path_factory.mktemp("tiny") / "tiny-chat.gguf", chat_template=GEMMA_LIKE_TEMPLATE
+    )

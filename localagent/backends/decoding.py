@@ -92,6 +92,10 @@ class LlamaSession:
     def is_end_of_generation(self, token: int) -> bool:
         return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
 
+    def end_of_generation_tokens(self) -> list[int]:
+        """EOS and every other token that ends a turn (a chat model's <end_of_turn>, <|eot_id|>, ...)."""
+        return [token for token in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, token)]
+
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         held = self.llama.input_ids[: self.llama.n_tokens]
         limit = min(len(held), len(tokens))
@@ -174,13 +178,13 @@ class LlamaSession:
                 stats.mask_times.append(time.perf_counter() - mask_started)
                 stats.mask_seconds += stats.mask_times[-1]
             token = sample_token(logits, sampling, rng)
-            if matcher is not None:
-                _consume(matcher, [token])
             if stats.first_token_seconds is None:
                 stats.first_token_seconds = time.perf_counter() - started
-            if self.is_end_of_generation(token):
+            if self.is_end_of_generation(token):  # checked first: the matcher would reject <end_of_turn>
                 stop = "end"
                 break
+            if matcher is not None:
+                _consume(matcher, [token])
             self._eval([token])
             output.add([token])
             stats.token_seconds.append(time.perf_counter() - step_started)

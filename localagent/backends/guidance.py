@@ -33,7 +33,10 @@ class Guidance:
         with warnings.catch_warnings():
             # llguidance calls a llama-cpp-python function that warns once per vocabulary entry.
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.tokenizer: LLTokenizer = llguidance.llamacpp.lltokenizer_from_vocab(session.vocab)
+            # Every end-of-generation token counts as EOS: a chat model ends its turn with its own.
+            self.tokenizer: LLTokenizer = llguidance.llamacpp.lltokenizer_from_vocab(
+                session.vocab, eos_token=session.end_of_generation_tokens()
+            )
         self.tokenizer_seconds = time.perf_counter() - started
         self._compiled: dict[str, CompiledGrammar] = {}
 

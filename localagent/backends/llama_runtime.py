@@ -43,13 +43,15 @@ def load_llama(path: Path, settings: LoadSettings | None = None) -> llama_cpp.Ll
         raise ModelNotFound(f"model file not found: {path}")
     quiet_llama_logs()
     n_ctx = settings.n_ctx or min(trained_context(path) or DEFAULT_CONTEXT_CAP, DEFAULT_CONTEXT_CAP)
+    threads = settings.n_threads or max(1, os.cpu_count() or 1)
     clear_log_lines()
     try:
         return llama_cpp.Llama(
             str(path),
             n_ctx=n_ctx,
             n_batch=min(settings.n_batch, n_ctx),
-            n_threads=settings.n_threads or max(1, os.cpu_count() or 1),
+            n_threads=threads,
+            n_threads_batch=threads,
             seed=settings.seed,
             verbose=False,
         )

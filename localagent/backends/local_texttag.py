@@ -77,8 +77,8 @@ class LocalTextTagTurn:
             self._guidance_future = self._guidance_pool.submit(Guidance, self.session)
         self._grammars: dict[tuple[str, str], TextTagGrammar] = {}
         self._fell_back: set[str] = set()
-        self._held_text = ""
-        self._held_tokens: list[int] = []
+        self._held_prompt: tuple[str, list[int]] = ("", [])
+        self._held_reply: list[int] = []
         self._elided: set[int] = set()
         self.steps: list[StepRecord] = []
 
@@ -97,10 +97,8 @@ class LocalTextTagTurn:
         generation, decoder = self._generate(prompt_tokens, grammar, cancel, stream.feed)
         if generation.stop == "cancelled":
             raise Cancelled()
-        if generation.tokens:  # the own loop: the KV cache holds exactly these tokens for this text
-            self._held_text, self._held_tokens = prompt_text + generation.text, prompt_tokens + generation.tokens
-        else:
-            self._held_text, self._held_tokens = prompt_text, prompt_tokens
+        # The KV cache holds the prompt and, from the own loop (not GBNF's), exactly the reply's tokens.
+        self._held_prompt, self._held_reply = (prompt_text, prompt_tokens), generation.tokens
         self.steps.append(
             StepRecord(
                 prompt_tokens=len(prompt_tokens),
@@ -217,9 +215,30 @@ class LocalTextTagTurn:
     def _tokenize_after_held(self, text: str) -> tuple[list[int], int]:
         """Tokens for `text`, reusing those of the held prefix so its KV cache entries match exactly."""
         special = self.chat_template is not None  # the template's markers are special tokens
-        if self._held_text and text.startswith(self._held_text):
-            suffix = self.session.tokenize(text[len(self._held_text) :], bos=False, special=special)
-            return self._held_tokens + suffix, len(suffix)
+        held = self._held_prefix(text)
+        if held is not None:
+            length, held_tokens = held
+            suffix = self.session.tokenize(text[length:], bos=False, special=special)
+            return held_tokens + suffix, len(suffix)
         bos = self.chat_template is None or not text.startswith(self.chat_template.bos_text)
         tokens = self.session.tokenize(text, bos=bos, special=special)
         return tokens, len(tokens)
+
+    def _held_prefix(self, text: str) -> tuple[int, list[int]] | None:
+        """How much of `text` the KV cache holds, in characters and tokens: the last prompt, then as
+        much of the last reply as `text` repeats byte for byte. A chat template may render the reply
+        trimmed (Gemma's drops its final newline), so all but its last tokens still count."""
+        prompt_text, prompt_tokens = self._held_prompt
+        if not prompt_text or not text.startswith(prompt_text):
+            return None
+        rest = text[len(prompt_text) :].encode("utf-8")
+        end = kept = 0
+        for token in self._held_reply:
+            piece = self.session.piece(token)
+            if not rest.startswith(piece, end):
+                break
+            end, kept = end + len(piece), kept + 1
+        while end < len(rest) and rest[end] & 0xC0 == 0x80:  # a token may end inside a character
+            kept -= 1
+            end -= len(self.session.piece(self._held_reply[kept]))
+        return len(prompt_text) + len(rest[:end].decode("utf-8")), prompt_tokens + self._held_reply[:kept]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import difflib
 import sys
-from pathlib import Path
 
 import click
 
 from localagent.messages import ToolRequest
-from localagent.tools.base import Tool
+from localagent.tools.base import Tool, ToolError
+from localagent.tools.workspace import Workspace
 
 
 class TerminalApprover:
-    def __init__(self, workspace: Path, auto_approve: bool = False) -> None:
+    def __init__(self, workspace: Workspace, auto_approve: bool = False) -> None:
         self.workspace = workspace
         self.auto_approve = auto_approve
         self._always: set[str] = set()
@@ -48,9 +48,11 @@ class TerminalApprover:
         return f"{request.name} {arguments}"
 
     def _diff(self, path: str, replacement: tuple[str, str] | None, content: str | None) -> str:
-        target = (self.workspace / path) if path else None
         try:
-            before = target.read_text(encoding="utf-8") if target and target.is_file() else ""
+            target = self.workspace.resolve(path)
+            before = target.read_text(encoding="utf-8") if target.is_file() else ""
+        except ToolError as refused:
+            return f"{path}: {refused}"
         except (OSError, UnicodeDecodeError):
             before = ""
         after = before.replace(*replacement, 1) if replacement else (content or "")
@@ -59,6 +61,10 @@ class TerminalApprover:
         )
         colored = []
         for line in lines:
-            color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-            colored.append(click.style(line.rstrip("\n"), fg=color))
+            text = line.rstrip("\n")
+            if line.startswith(("+++", "---")):
+                colored.append(click.style(text, bold=True))
+            else:
+                color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+                colored.append(click.style(text, fg=color))
         return "\n".join(colored) or f"(no change to {path})"

@@ -3,65 +3,34 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from localagent.backends.factory import open_backend
 from localagent.cancel import CancelToken
-from localagent.cli.approval import TerminalApprover
-from localagent.cli.display import RunDisplay
+from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, agent_instructions, open_agent
 from localagent.cli.interrupt import cancel_on_interrupt
-from localagent.cli.options import backend_options, settings_from
-from localagent.cli.progress import ProgressReporter
-from localagent.cli.run import agent_instructions, transcripts_dir
+from localagent.cli.options import backend_options
 from localagent.messages import HISTORY, Message, SystemMessage, UserMessage
-from localagent.runner import Runner, RunnerSettings
-from localagent.tools.loading import select_tools
-from localagent.tools.workspace import Workspace
-from localagent.transcript import Transcript, default_transcript_path
 
 HELP = "Commands: /tools, /reset, /save FILE, /help, /quit (or Ctrl-D)."
 
 
 @click.command()
 @backend_options
-@click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    default=".",
-    show_default=True,
-    help="Directory the file tools may read and change; nothing outside it.",
-)
-@click.option("--yes", "-y", is_flag=True, help="Approve file changes without asking.")
+@WORKSPACE_OPTION
+@YES_OPTION
 def chat(workspace: Path, yes: bool, **params: Any) -> None:
     """Talk with the agent, one task after another, keeping the conversation.
 
     Ctrl-C cancels the current answer; Ctrl-D or /quit ends the session.
     """
-    settings = settings_from(params)
-    root = workspace.resolve()
-    tools = select_tools(settings.tools, Workspace(root))
-    display = RunDisplay(sys.stderr)
-    progress = ProgressReporter(enabled=True)
-    backend = open_backend(settings, progress.model_assembly, display.notice)
-    progress.done()
-    path = default_transcript_path(transcripts_dir())
-    record = Transcript(path)
-    runner = Runner(
-        backend,
-        tools,
-        RunnerSettings(max_steps=settings.max_steps),
-        on_event=display,
-        approve=TerminalApprover(root, auto_approve=yes),
-        transcript=record,
-    )
-    fresh: list[Message] = [SystemMessage(content=agent_instructions(root))]
+    agent = open_agent(params, workspace, yes=yes, transcript=None, show=True)
+    runner, tools = agent.runner, agent.tool_names
+    fresh: list[Message] = [SystemMessage(content=agent_instructions(agent.root))]
     history = list(fresh)
-    click.echo(f"localagent chat on {backend.name}. {HELP}", err=True)
+    click.echo(f"localagent chat on {agent.backend_name}. {HELP}", err=True)
     try:
         while True:
             line = _read_line()
@@ -70,7 +39,7 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
             if not line.strip():
                 continue
             if line.startswith("/"):
-                if _command(line.strip(), history, fresh, [t.name for t in tools]) == "quit":
+                if _command(line.strip(), history, fresh, tools) == "quit":
                     break
                 continue
             cancel = CancelToken()
@@ -87,8 +56,8 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
                     err=True,
                 )
     finally:
-        record.close()
-        click.echo(f"transcript: {path}", err=True)
+        agent.transcript.close()
+        click.echo(f"transcript: {agent.transcript_path}", err=True)
 
 
 def _read_line() -> str | None:

@@ -63,6 +63,8 @@ def pull(name: str) -> None:
     target = pull_model(entry, progress.model_assembly)
     progress.done()
     click.echo(f"{name}: {target}")
+    if entry.sha256 is None:
+        click.echo(f"sha256 {sha256_of(target)} (models.txt pins none for {name}; add it to pin this file)")
 
 
 @models.command()

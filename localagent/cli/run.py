@@ -3,49 +3,25 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from localagent.backends.factory import open_backend
 from localagent.cancel import CancelToken
-from localagent.cli.approval import TerminalApprover
-from localagent.cli.display import RunDisplay
+from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, agent_instructions, open_agent
 from localagent.cli.interrupt import cancel_on_interrupt
-from localagent.cli.options import backend_options, settings_from
-from localagent.cli.progress import ProgressReporter
-from localagent.events import ignore_event
+from localagent.cli.options import backend_options
 from localagent.messages import HISTORY, Message, SystemMessage, UserMessage
-from localagent.runner import Runner, RunnerSettings, RunResult
-from localagent.tools.loading import select_tools
-from localagent.tools.workspace import Workspace
-from localagent.transcript import Transcript, default_transcript_path
-
-
-def transcripts_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "localagent" / "transcripts"
-
-
-def agent_instructions(workspace: Path) -> str:
-    return f"You are a careful assistant. You work in the directory {workspace}. Use a tool when it helps."
+from localagent.runner import RunResult
 
 
 @click.command()
 @click.argument("task")
 @backend_options
-@click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    default=".",
-    show_default=True,
-    help="Directory the file tools may read and change; nothing outside it.",
-)
-@click.option("--yes", "-y", is_flag=True, help="Approve file changes without asking.")
+@WORKSPACE_OPTION
+@YES_OPTION
 @click.option(
     "--json",
     "as_json",
@@ -66,30 +42,13 @@ def run(
     Exit status: 0 when the run ends with a final answer, 1 when it ends otherwise (step limit,
     tool failures, cancelled, error), 2 for bad usage.
     """
-    settings = settings_from(params)
-    root = workspace.resolve()
-    tools = select_tools(settings.tools, Workspace(root))
     silent = as_json or quiet
-    display = RunDisplay(sys.stderr)
-    progress = ProgressReporter(enabled=not silent)
-    backend = open_backend(settings, progress.model_assembly, None if silent else display.notice)
-    progress.done()
-    path = transcript or default_transcript_path(transcripts_dir())
-    try:
-        record = Transcript(path)
-    except OSError as error:
-        raise click.UsageError(f"cannot write the transcript to {path}: {error.strerror}") from None
+    agent = open_agent(params, workspace, yes=yes, transcript=transcript, show=not silent)
+    history: list[Message] = [
+        SystemMessage(content=agent_instructions(agent.root)),
+        UserMessage(content=task),
+    ]
     cancel = CancelToken()
-    runner = Runner(
-        backend,
-        tools,
-        RunnerSettings(max_steps=settings.max_steps),
-        on_event=ignore_event if silent else display,
-        approve=TerminalApprover(root, auto_approve=yes),
-        transcript=record,
-    )
-    history: list[Message] = [SystemMessage(content=agent_instructions(root)), UserMessage(content=task)]
-    record.write_note("settings", backend=backend.name, settings=settings.model_dump(mode="json"))
 
     def first_interrupt() -> None:
         if not silent:
@@ -97,10 +56,10 @@ def run(
 
     try:
         with cancel_on_interrupt(cancel, first_interrupt):
-            result = runner.run(history, cancel)
+            result = agent.runner.run(history, cancel)
     finally:
-        record.close()
-    report(result, path, as_json=as_json)
+        agent.transcript.close()
+    report(result, agent.transcript_path, as_json=as_json)
     sys.exit(0 if result.status == "final" else 1)
 
 

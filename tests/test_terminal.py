@@ -1,0 +1,126 @@
+"""A person at a real terminal: approval prompts, the chat session and Ctrl-C, driven through a pty."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from localagent.transcript import read_messages
+
+WRITE = 'Thought: save it\nAction: write_file\nAction Input: {"path": "out.txt", "content": "hello"}\n'
+DONE = "Thought: done\nFinal Answer: finished"
+PROMPT = r"you(\x1b\[0m)?> "  # the prompt word is bold
+
+
+def script(tmp_path: Path, items: list) -> str:
+    path = tmp_path / f"script-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return f"script:{path}"
+
+
+def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "localagent", *args],
+        cwd=str(cwd),
+        env={**os.environ, "COLUMNS": "120", "TERM": "dumb"},
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 120),
+    )
+    child.logfile_read = None
+    return child
+
+
+@pytest.mark.parametrize(("answer", "written"), [("y", True), ("n", False)])
+def test_run_asks_before_writing_and_shows_the_diff(tmp_path: Path, answer: str, written: bool) -> None:
+    model = script(tmp_path, [WRITE, DONE])
+    child = spawn(["run", "save hello", "--model", model, "--tools", "default,write_file"], tmp_path)
+    child.expect(r"\+hello")
+    child.expect(r"Allow write_file\? \[y\]es / \[n\]o / \[a\]lways for write_file")
+    child.sendline(answer)
+    child.expect("Created out.txt" if written else "Tool error: the user did not approve write_file")
+    child.expect("finished")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert (tmp_path / "out.txt").exists() is written
+
+
+def test_always_approves_the_rest_of_the_run(tmp_path: Path) -> None:
+    second = WRITE.replace("out.txt", "two.txt")
+    model = script(tmp_path, [WRITE, second, DONE])
+    child = spawn(["run", "save twice", "--model", model, "--tools", "default,write_file"], tmp_path)
+    child.expect("Allow write_file")
+    child.sendline("a")
+    child.expect("finished")
+    child.expect(pexpect.EOF)
+    assert "Allow write_file" not in child.before
+    assert (tmp_path / "out.txt").read_text() == "hello"
+    assert (tmp_path / "two.txt").read_text() == "hello"
+
+
+def test_chat_keeps_history_and_answers_slash_commands(tmp_path: Path) -> None:
+    model = script(
+        tmp_path,
+        [
+            "Thought: greet\nFinal Answer: hello there",
+            'Thought: count\nAction: calculator\nAction Input: {"expression": "6 * 7"}\n',
+            "Thought: known\nFinal Answer: it is 42",
+        ],
+    )
+    child = spawn(["chat", "--model", model], tmp_path)
+    child.expect(PROMPT)
+    child.sendline("hi")
+    child.expect("hello there")
+    child.expect(PROMPT)
+    child.sendline("/tools")
+    child.expect("list_dir, read_file, search_text, calculator")
+    child.expect(PROMPT)
+    child.sendline("what is 6 times 7?")
+    child.expect(r"calculator\S* \{\"expression\": \"6 \* 7\"\}")
+    child.expect("it is 42")
+    child.expect(PROMPT)
+    saved = tmp_path / "history.json"
+    child.sendline(f"/save {saved}")
+    child.expect("saved 7 messages")
+    child.expect(PROMPT)
+    child.sendline("/reset")
+    child.expect("history cleared")
+    child.sendline("/quit")
+    child.expect("transcript: ")
+    child.expect(pexpect.EOF)
+    history = json.loads(saved.read_text())
+    assert [m["role"] for m in history] == ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert history[3]["content"] == "what is 6 times 7?"
+
+
+def test_first_ctrl_c_cancels_cleanly_and_keeps_the_transcript(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(
+        "from localagent.cancel import CancelToken\n\n"
+        "def wait(seconds: float, cancel: CancelToken) -> str:\n"
+        '    """Wait, unless cancelled."""\n'
+        '    return "cancelled" if cancel.wait(seconds) else "waited"\n'
+    )
+    call = 'Thought: wait\nAction: wait\nAction Input: {"seconds": 60}\n'
+    model = script(tmp_path, [call, DONE])
+    transcript = tmp_path / "t.jsonl"
+    child = spawn(
+        ["run", "wait", "--model", model, "--tools", "slow.py:wait", "--transcript", str(transcript)], tmp_path
+    )
+    child.expect(r"wait\S* \{\"seconds\": 60\}")
+    child.sendintr()
+    child.expect("cancelling")
+    child.expect("status cancelled")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    messages = read_messages(transcript)
+    assert messages[-1].role == "tool"
+    records = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert records[-1]["type"] == "run_finished" and records[-1]["status"] == "cancelled"

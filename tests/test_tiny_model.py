@@ -1,0 +1,277 @@
+"""The local text-tag turn on tiny random-weight GGUFs (tiny_gguf.py), run by the real llama.cpp engine.
+
+Random weights write nonsense, so these tests check what the turn guarantees whatever the model
+writes: under the grammar every reply is a valid action or answer, the prompt goes through the
+GGUF's chat template when it has one, each step evaluates only the tokens added since the last,
+and the context budget holds over a long run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import llama_cpp
+import pytest
+from tiny_gguf import tiny_model_chat, tiny_model_plain  # noqa: F401 - pytest fixtures
+
+from localagent.backends.decoding import Sampling
+from localagent.backends.llama_runtime import LoadSettings
+from localagent.backends.local_texttag import Decoder, LocalSettings, LocalTextTagTurn
+from localagent.cancel import CancelToken
+from localagent.errors import BackendError, RecoverableTurnError
+from localagent.messages import (
+    Final,
+    Message,
+    NamedToolChoice,
+    SystemMessage,
+    ToolChoice,
+    ToolMessage,
+    ToolRequests,
+    UserMessage,
+    assistant_message_for,
+)
+from localagent.models import ResolvedModel
+from localagent.texttag.render import ELIDED
+from localagent.tool_execution import ToolExecutor
+from localagent.tools import InvalidArguments, Tool, Workspace, select_tools
+
+SYSTEM = "You are a careful assistant."
+TASKS = ("What is 17 * 23?", "What is in notes.txt?", "Who wrote Hamlet?")
+CHOICES: tuple[ToolChoice, ...] = (
+    "auto",
+    "none",
+    "required",
+    NamedToolChoice(name="calculator"),
+    NamedToolChoice(name="read_file"),
+)
+SAMPLINGS = (Sampling(), Sampling(temperature=0.7, seed=1), Sampling(temperature=1.5, top_p=0.9, seed=2))
+
+
+@pytest.fixture(params=["plain", "chat"])
+def tiny_model(request: pytest.FixtureRequest) -> Path:
+    """Each tiny model in turn, or the one a test names with indirect parametrization."""
+    return request.getfixturevalue(f"tiny_model_{request.param}")
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> list[Tool]:
+    (tmp_path / "notes.txt").write_text("buy milk\ncall Ada at 5\nthe answer is 42\n", encoding="utf-8")
+    (tmp_path / "long.txt").write_text(
+        "".join(f"line {n}: the answer is not in this line of the file\n" for n in range(1, 7)),
+        encoding="utf-8",
+    )
+    return select_tools(None, Workspace(tmp_path))
+
+
+def make_turn(model: Path, settings: LocalSettings, n_ctx: int = 2048) -> LocalTextTagTurn:
+    turn = LocalTextTagTurn(ResolvedModel(model, None), LoadSettings(n_ctx=n_ctx), settings)
+    # load_llama leaves llama.cpp's batch threads at the core count; on a busy machine their spin
+    # waits make every multi-token evaluation of this tiny model 10 to 100 times slower.
+    llama_cpp.llama_set_n_threads(turn.session.llama.ctx, 1, 1)
+    return turn
+
+
+def start(task: str) -> list[Message]:
+    return [SystemMessage(content=SYSTEM), UserMessage(content=task)]
+
+
+def held_tokens(turn: LocalTextTagTurn) -> list[int]:
+    """What the KV cache holds after a turn: the prompt the model saw, then its reply."""
+    llama = turn.session.llama
+    return [int(token) for token in llama.input_ids[: llama.n_tokens]]
+
+
+def held_text(turn: LocalTextTagTurn) -> str:
+    return turn.session.llama.detokenize(held_tokens(turn), special=True).decode("utf-8", errors="replace")
+
+
+def assert_well_formed(result: Final | ToolRequests, tools: list[Tool], choice: ToolChoice) -> None:
+    if isinstance(result, Final):
+        assert choice in ("auto", "none")
+        assert result.content.strip()
+        return
+    assert choice != "none"
+    by_name = {tool.name: tool for tool in tools}
+    for request in result.requests:
+        assert request.parse_error is None
+        assert request.name in by_name
+        if isinstance(choice, NamedToolChoice):
+            assert request.name == choice.name
+        try:
+            by_name[request.name].validate(request.arguments or {})
+        except InvalidArguments as error:
+            pytest.fail(f"{request.name} arguments {request.raw_arguments} do not validate: {error}")
+
+
+def run_steps(
+    turn: LocalTextTagTurn, tools: list[Tool], choices: list[ToolChoice], task: str
+) -> Iterator[Final | ToolRequests]:
+    """A run as the runner makes it: each reply and the real tools' results are appended."""
+    executor = ToolExecutor({tool.name: tool for tool in tools}, on_event=lambda event: None)
+    messages = start(task)
+    for choice in choices:
+        result = turn(messages, [tool.spec for tool in tools], choice, CancelToken())
+        yield result
+        messages.append(assistant_message_for(result))
+        if isinstance(result, ToolRequests):
+            messages.extend(executor.run_step(result.requests, CancelToken()))
+
+
+@pytest.mark.parametrize("decoder", ["llguidance", "gbnf"])
+def test_every_turn_is_a_valid_action_or_answer_whatever_the_weights(
+    tiny_model: Path, tools: list[Tool], decoder: Decoder
+) -> None:
+    specs = [tool.spec for tool in tools]
+    kinds: set[str] = set()
+    for sampling in SAMPLINGS:
+        turn = make_turn(tiny_model, LocalSettings(max_tokens=128, decoder=decoder, sampling=sampling))
+        for task in TASKS:
+            for choice in CHOICES:
+                result = turn(start(task), specs, choice, CancelToken())
+                assert_well_formed(result, tools, choice)
+                assert turn.steps[-1].generation.stop == "end"
+                kinds.add(type(result).__name__)
+        assert {step.decoder for step in turn.steps} == {decoder}
+    assert kinds == {"Final", "ToolRequests"}
+
+
+@pytest.mark.parametrize("decoder", ["llguidance", "gbnf"])
+def test_a_tiny_token_limit_gives_a_cut_off_error_never_an_unparsable_reply(
+    tiny_model: Path, tools: list[Tool], decoder: Decoder
+) -> None:
+    specs = [tool.spec for tool in tools]
+    cut_off = 0
+    for max_tokens in (1, 2, 4, 8, 16):
+        turn = make_turn(
+            tiny_model,
+            LocalSettings(max_tokens=max_tokens, decoder=decoder, sampling=Sampling(0.8, seed=max_tokens)),
+        )
+        for choice in CHOICES:
+            try:
+                result = turn(start(TASKS[0]), specs, choice, CancelToken())
+            except RecoverableTurnError as error:
+                assert error.problem == "cut_off"
+                assert f"{max_tokens}-token limit" in error.feedback
+                assert turn.steps[-1].generation.stop == "length"
+                cut_off += 1
+            else:
+                assert_well_formed(result, tools, choice)
+    assert cut_off >= 3 * len(CHOICES)
+
+
+@pytest.mark.parametrize("tiny_model", ["plain"], indirect=True)
+def test_a_gguf_without_a_chat_template_gets_the_plain_prompt(tiny_model: Path, tools: list[Tool]) -> None:
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
+    assert turn.prompt_format == "plain"
+    turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "auto", CancelToken())
+    tokens, text = held_tokens(turn), held_text(turn)
+    assert tokens[0] == turn.session.llama.token_bos()
+    assert text.startswith(f"<bos>{SYSTEM}\n\nYou answer the question by thinking step by step")
+    assert "\n\nQuestion: What is 6 * 7?\nThought: " in text
+    assert "<start_of_turn>" not in text
+
+
+@pytest.mark.parametrize("tiny_model", ["chat"], indirect=True)
+def test_a_gguf_with_a_chat_template_gets_its_prompt_through_the_template(
+    tiny_model: Path, tools: list[Tool]
+) -> None:
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
+    assert turn.prompt_format == "chat"
+    turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "auto", CancelToken())
+    tokens, text = held_tokens(turn), held_text(turn)
+    # Gemma's way: no system turn; the system prompt and the instructions open the first user turn.
+    assert text.startswith(
+        f"<bos><start_of_turn>user\n{SYSTEM}\n\nYou answer the question by thinking step by step"
+    )
+    assert "\n\nQuestion: What is 6 * 7?<end_of_turn>\n<start_of_turn>model\nThought: " in text
+    assert "system" not in text.split("\n", 1)[0]
+    # The markers went in as the control tokens the model knows, not as their spelling in bytes.
+    [bos] = turn.session.tokenize("<bos>", bos=False, special=True)
+    [start_of_turn] = turn.session.tokenize("<start_of_turn>", bos=False, special=True)
+    [end_of_turn] = turn.session.tokenize("<end_of_turn>", bos=False, special=True)
+    assert tokens.count(bos) == 1
+    assert tokens.count(start_of_turn) == 2
+    assert tokens.count(end_of_turn) == 1
+
+
+@pytest.mark.parametrize("tiny_model", ["chat"], indirect=True)
+def test_a_chat_model_ends_its_turn_with_its_end_of_turn_marker_under_llguidance(
+    tiny_model: Path, tools: list[Tool]
+) -> None:
+    """The template's <end_of_turn>, not EOS, is what the model writes to stop; llguidance only
+    knows EOS, so the decode loop must allow the marker wherever the grammar allows EOS."""
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=200))
+    specs = [tool.spec for tool in tools]
+    answer = turn(start("Say hello."), specs, "none", CancelToken())
+    assert isinstance(answer, Final)
+    action = turn(start("What is 6 * 7?"), specs, NamedToolChoice(name="calculator"), CancelToken())
+    assert isinstance(action, ToolRequests)
+    assert len(action.requests) == 1
+    for step in turn.steps:
+        assert step.generation.stop == "end"
+        assert step.generation.stats.generated_tokens < 200
+
+
+@pytest.mark.parametrize("decoder", ["llguidance", "gbnf"])
+def test_each_step_evaluates_only_the_tokens_added_since_the_last(
+    tiny_model: Path, tools: list[Tool], decoder: Decoder
+) -> None:
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=96, decoder=decoder))
+    choices: list[ToolChoice] = [NamedToolChoice(name="calculator")] * 3 + ["none"]
+    results = list(run_steps(turn, tools, choices, "Compute 2 * 3, then that result times 4."))
+    assert isinstance(results[-1], Final)
+    for step in turn.steps[1:]:
+        assert step.new_prompt_tokens < step.prompt_tokens / 5
+        assert step.new_prompt_tokens <= step.evaluated_prompt_tokens <= step.new_prompt_tokens + 1
+    if decoder == "llguidance":
+        # The own loop's reply tokens are reused as generated. The plain prompt repeats the reply
+        # exactly; Gemma's template trims it, so its final newline token is re-rendered after it.
+        trimmed = 1 if turn.prompt_format == "chat" else 0
+        for before, step in zip(turn.steps, turn.steps[1:], strict=False):
+            reply = before.generation.stats.generated_tokens
+            assert step.prompt_tokens == before.prompt_tokens + reply - trimmed + step.new_prompt_tokens
+
+
+def test_a_long_run_elides_old_observations_to_fit_the_context(tiny_model: Path, tools: list[Tool]) -> None:
+    n_ctx, max_tokens = 1024, 64
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=max_tokens), n_ctx=n_ctx)
+    read_file = next(tool for tool in tools if tool.name == "read_file")
+    specs = [read_file.spec]
+    messages = start("Read long.txt again and again.")
+    for _ in range(6):
+        result = turn(messages, specs, NamedToolChoice(name="read_file"), CancelToken())
+        assert isinstance(result, ToolRequests)
+        messages.append(assistant_message_for(result))
+        # Random weights cannot name the file, so each request gets the long file's real contents.
+        content = read_file.run({"path": "long.txt"}, CancelToken())
+        messages.extend(ToolMessage(request_id=r.id, name=r.name, content=content) for r in result.requests)
+    answer = turn(messages, specs, "none", CancelToken())
+    assert isinstance(answer, Final)
+    assert all(step.prompt_tokens <= n_ctx - max_tokens for step in turn.steps)
+    elided = [step.elided_observations for step in turn.steps]
+    assert elided == sorted(elided)
+    assert elided[0] == 0 and elided[-1] >= 2
+    text = held_text(turn)
+    assert ELIDED in text
+    assert text.rsplit("Observation: ", 1)[1].startswith("long.txt, lines 1-6 of 6:\n")  # the latest, in full
+
+
+def test_a_run_that_outgrows_the_context_with_every_observation_elided_is_a_clear_error(
+    tiny_model: Path, tools: list[Tool]
+) -> None:
+    read_file = next(tool for tool in tools if tool.name == "read_file")
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=64), n_ctx=1024)
+    # The question fits, but each step adds a reply and an elided observation's marker.
+    messages = start("Summarize this: " + "the answer is not in this line of the file. " * 30)
+    with pytest.raises(BackendError, match=r"context window holds 1024; raise --n-ctx or shorten the task"):
+        for _ in range(20):
+            result = turn(messages, [read_file.spec], NamedToolChoice(name="read_file"), CancelToken())
+            assert isinstance(result, ToolRequests)
+            messages.append(assistant_message_for(result))
+            content = read_file.run({"path": "long.txt"}, CancelToken())
+            messages.extend(
+                ToolMessage(request_id=r.id, name=r.name, content=content) for r in result.requests
+            )
+    assert len(turn.steps) >= 2
+    assert turn.steps[-1].elided_observations == len(turn.steps) - 1
