@@ -14,6 +14,9 @@ os.environ.setdefault("LOCALAGENT_HOME", str(_SESSION_HOME))
 
 EXTERNAL = Path(__file__).parent / "external"
 
+# Fixture modules shared by several test files: the replay HTTP server, the embedded model, tiny GGUFs.
+pytest_plugins = ["fixtures_http", "fixtures_local", "tiny_gguf"]
+
 
 @pytest.fixture(autouse=True)
 def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:

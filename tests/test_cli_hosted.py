@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_http import replay_fixture  # noqa: F401 - the `replay` fixture
 from openai_chunks import call_chunks, chunk, reasoning_chunks, text_chunks
 from replay_server import ReplayServer
 

@@ -254,6 +254,7 @@ def test_replies_are_checked_for_structure_and_scored() -> None:
         "valid_structure_rate": round(3 / 7, 4),
         "ast_accuracy": round(1 / 7, 4),
         "seconds_per_question": column.summary()["seconds_per_question"],
+        "median_seconds": column.summary()["median_seconds"],
     }
     sent = script.calls[0]
     assert [m.role for m in sent.messages] == ["system", "user"]
@@ -337,7 +338,13 @@ def test_the_embedded_model_with_the_grammar_always_replies_in_structure(categor
     }
     assert set(figures["columns"]) == set(figures["results"]) == {"grammar", "no_grammar"}
     for name, column in figures["columns"].items():
-        assert set(column) == {"questions", "valid_structure_rate", "ast_accuracy", "seconds_per_question"}
+        assert set(column) == {
+            "questions",
+            "valid_structure_rate",
+            "ast_accuracy",
+            "seconds_per_question",
+            "median_seconds",
+        }
         assert column["questions"] == 3 and 0 <= column["ast_accuracy"] <= 1
         results = figures["results"][name]
         assert [r["id"] for r in results] == [f"{category}_{i}" for i in range(3)]

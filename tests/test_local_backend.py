@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fixtures_local import default_tools, embedded_model, llama_session, sample_workspace  # noqa: F401
 
 from localagent.backends.decoding import LlamaSession, Sampling
 from localagent.backends.local_texttag import LocalSettings, LocalTextTagTurn
@@ -135,7 +134,9 @@ def test_each_step_evaluates_only_the_tokens_added_since_the_last(
         assert record.new_prompt_tokens <= record.evaluated_prompt_tokens <= record.new_prompt_tokens + 1
 
 
-def test_a_named_choice_calls_that_tool_and_none_answers(embedded_model: ResolvedModel, default_tools: list[Tool]) -> None:
+def test_a_named_choice_calls_that_tool_and_none_answers(
+    embedded_model: ResolvedModel, default_tools: list[Tool]
+) -> None:
     turn = make_turn(embedded_model, max_tokens=96)
     specs = [tool.spec for tool in default_tools]
     forced = turn(start("Say hello."), specs, NamedToolChoice(name="list_dir"), CancelToken())
@@ -145,7 +146,9 @@ def test_a_named_choice_calls_that_tool_and_none_answers(embedded_model: Resolve
     assert isinstance(answered, Final)
 
 
-def test_cut_off_output_becomes_a_recoverable_error(embedded_model: ResolvedModel, default_tools: list[Tool]) -> None:
+def test_cut_off_output_becomes_a_recoverable_error(
+    embedded_model: ResolvedModel, default_tools: list[Tool]
+) -> None:
     turn = make_turn(embedded_model, max_tokens=4)
     with pytest.raises(RecoverableTurnError) as caught:
         turn(start("What is 17 * 23?"), [t.spec for t in default_tools], "auto", CancelToken())

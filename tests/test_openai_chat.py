@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from fixtures_http import replay_fixture  # noqa: F401 - the `replay` fixture
 from openai_chunks import MODEL, call_chunks, chunk, text_chunks, usage_chunk, whole_reply
 from replay_server import ReplayServer, Reply, load_cases, sse_event
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_http import replay_fixture  # noqa: F401 - the `replay` fixture
 from openai_chunks import MODEL, completion_chunks
 from replay_server import ReplayServer
 

@@ -96,7 +96,15 @@ def test_chat_keeps_history_and_answers_slash_commands(tmp_path: Path) -> None:
     child.expect("transcript: ")
     child.expect(pexpect.EOF)
     history = json.loads(saved.read_text())
-    assert [m["role"] for m in history] == ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in history] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert history[3]["content"] == "what is 6 times 7?"
 
 
@@ -111,7 +119,8 @@ def test_first_ctrl_c_cancels_cleanly_and_keeps_the_transcript(tmp_path: Path) -
     model = script(tmp_path, [call, DONE])
     transcript = tmp_path / "t.jsonl"
     child = spawn(
-        ["run", "wait", "--model", model, "--tools", "slow.py:wait", "--transcript", str(transcript)], tmp_path
+        ["run", "wait", "--model", model, "--tools", "slow.py:wait", "--transcript", str(transcript)],
+        tmp_path,
     )
     child.expect(r"wait\S* \{\"seconds\": 60\}")
     child.sendintr()

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import llama_cpp
 import pytest
-from tiny_gguf import tiny_model_chat, tiny_model_plain  # noqa: F401 - pytest fixtures
 
 from localagent.backends.decoding import Sampling
 from localagent.backends.llama_runtime import LoadSettings

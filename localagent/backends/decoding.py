@@ -105,7 +105,7 @@ class LlamaSession:
         return limit if same.all() else int(np.argmin(same))
 
     def prefill(self, tokens: Sequence[int]) -> int:
-        """Make the KV cache hold `tokens` with the last one's logits ready; return how many were evaluated."""
+        """Make the KV cache hold `tokens`, the last one's logits ready; return how many were evaluated."""
         if len(tokens) >= self.n_ctx:
             raise BackendError(f"the prompt has {len(tokens)} tokens; the context window holds {self.n_ctx}")
         # The last token is always evaluated on its own, so its logits come from a live decode and do
@@ -123,7 +123,7 @@ class LlamaSession:
             raise BackendError(f"llama.cpp failed to evaluate tokens: {error}") from None
 
     def _logits(self) -> np.ndarray:
-        pointer = self.llama._ctx.get_logits()  # noqa: SLF001 - the last decode's logits row
+        pointer = self.llama._ctx.get_logits()
         return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy()
 
     def generate(
@@ -136,8 +136,12 @@ class LlamaSession:
         cancel: CancelToken | None = None,
         on_text: TextSink | None = None,
         fast_forward: bool = True,
+        stop: Sequence[str] = (),
     ) -> Generation:
         """The own decode loop: llguidance masks when `matcher` is given, else unconstrained.
+
+        Generation also ends where the text first shows one of the `stop` strings; the text is cut
+        before it (its tokens stay in the KV cache, which compares token by token anyway).
 
         A callable `matcher` is called once the prompt is evaluated, so whatever it waits for (the
         tokenizer, built in the background on first use) overlaps with the evaluation.
@@ -150,15 +154,15 @@ class LlamaSession:
             matcher = matcher()
         rng = np.random.default_rng(sampling.seed)
         output = _TextAccumulator(self, on_text)
-        stop: StopReason = "length"
+        reason: StopReason = "length"
         room = min(max_tokens, self.n_ctx - len(prompt) - 1)
         while len(output.tokens) < room:
             step_started = time.perf_counter()
             if cancel is not None and cancel.cancelled:
-                stop = "cancelled"
+                reason = "cancelled"
                 break
             if matcher is not None and matcher.is_stopped():
-                stop = "end"
+                reason = "end"
                 break
             if matcher is not None and fast_forward:
                 forced = matcher.compute_ff_tokens()[: room - len(output.tokens)]
@@ -180,17 +184,20 @@ class LlamaSession:
             token = sample_token(logits, sampling, rng)
             if stats.first_token_seconds is None:
                 stats.first_token_seconds = time.perf_counter() - started
-            if self.is_end_of_generation(token):  # checked first: the matcher would reject <end_of_turn>
-                stop = "end"
+            if self.is_end_of_generation(token):  # the reply is over; the end token is never evaluated
+                reason = "end"
                 break
             if matcher is not None:
                 _consume(matcher, [token])
             self._eval([token])
             output.add([token])
             stats.token_seconds.append(time.perf_counter() - step_started)
+            if stop and output.cut_at(stop):
+                reason = "end"
+                break
         stats.generated_tokens = len(output.tokens)
         stats.generate_seconds = time.perf_counter() - started - stats.prefill_seconds
-        return Generation(output.finish(), output.tokens, stop, stats)
+        return Generation(output.finish(), output.tokens, reason, stats)
 
     def generate_stock(
         self,
@@ -267,6 +274,15 @@ class _TextAccumulator:
             self._parts.append(text)
             if self._on_text:
                 self._on_text(text)
+
+    def cut_at(self, stops: Sequence[str]) -> bool:
+        """Cut the text before the first stop string it shows; True when one was found."""
+        text = "".join(self._parts)
+        found = [index for index in (text.find(stop) for stop in stops) if index >= 0]
+        if not found:
+            return False
+        self._parts = [text[: min(found)]]
+        return True
 
     def finish(self) -> str:
         tail = self._decoder.decode(b"", final=True)

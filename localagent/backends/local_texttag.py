@@ -19,10 +19,10 @@ from localagent.errors import BackendError
 from localagent.events import DeltaSink
 from localagent.messages import Final, Message, ToolChoice, ToolMessage, ToolRequests, Usage
 from localagent.models import ResolvedModel
+from localagent.texttag.chat_template import ChatTemplate
 from localagent.texttag.grammar import GrammarOptions, TextTagGrammar, build_grammar
 from localagent.texttag.parser import parse_reply
-from localagent.texttag.chat_template import ChatTemplate
-from localagent.texttag.render import prompt_turns, render_plain
+from localagent.texttag.render import UNCONSTRAINED_STOPS, prompt_turns, render_plain
 from localagent.texttag.stream import ReplyStream
 from localagent.tools.spec import ToolSpec
 
@@ -147,18 +147,29 @@ class LocalTextTagTurn:
     @property
     def guidance(self) -> Guidance:
         if self._guidance is None:
-            self._guidance = self._guidance_future.result() if self._guidance_future else Guidance(self.session)
+            self._guidance = (
+                self._guidance_future.result() if self._guidance_future else Guidance(self.session)
+            )
             if self._guidance_pool is not None:
                 self._guidance_pool.shutdown(wait=False)
         return self._guidance
 
     def _generate(
-        self, prompt: list[int], grammar: TextTagGrammar | None, cancel: CancelToken, on_text: Callable[[str], None]
+        self,
+        prompt: list[int],
+        grammar: TextTagGrammar | None,
+        cancel: CancelToken,
+        on_text: Callable[[str], None],
     ) -> tuple[Generation, Decoder]:
         settings = self.settings
         if grammar is None:
             generation = self.session.generate(
-                prompt, max_tokens=settings.max_tokens, sampling=settings.sampling, cancel=cancel, on_text=on_text
+                prompt,
+                max_tokens=settings.max_tokens,
+                sampling=settings.sampling,
+                cancel=cancel,
+                on_text=on_text,
+                stop=UNCONSTRAINED_STOPS,
             )
             return generation, "none"
         if settings.decoder == "llguidance" and grammar.lark not in self._fell_back:
@@ -174,7 +185,9 @@ class LocalTextTagTurn:
                 )
             except GrammarCompileError as error:
                 self._fell_back.add(grammar.lark)
-                self.notice(f"llguidance cannot compile this grammar ({error}); using llama.cpp's GBNF sampler")
+                self.notice(
+                    f"llguidance cannot compile this grammar ({error}); using llama.cpp's GBNF sampler"
+                )
             else:
                 return generation, "llguidance"
         generation = self.session.generate_stock(
@@ -203,12 +216,13 @@ class LocalTextTagTurn:
             if len(tokens) <= budget:
                 return text, tokens, new_tokens
             oldest = next(
-                (i for i, m in enumerate(messages) if isinstance(m, ToolMessage) and i not in self._elided), None
+                (i for i, m in enumerate(messages) if isinstance(m, ToolMessage) and i not in self._elided),
+                None,
             )
             if oldest is None:
                 raise BackendError(
-                    f"the prompt needs {len(tokens)} tokens plus {self.settings.max_tokens} to answer, but the "
-                    f"context window holds {self.session.n_ctx}; raise --n-ctx or shorten the task"
+                    f"the prompt needs {len(tokens)} tokens plus {self.settings.max_tokens} to answer, but "
+                    f"the context window holds {self.session.n_ctx}; raise --n-ctx or shorten the task"
                 )
             self._elided.add(oldest)
 

@@ -41,14 +41,12 @@ from localagent.events import DeltaSink
 from localagent.messages import Final, Message, ToolChoice, ToolRequests
 from localagent.texttag.grammar import GrammarOptions, TextTagGrammar, build_grammar
 from localagent.texttag.parser import parse_reply
-from localagent.texttag.render import prompt_turns, render_plain
+from localagent.texttag.render import UNCONSTRAINED_STOPS, prompt_turns, render_plain
 from localagent.texttag.stream import ReplyStream
 from localagent.tools.spec import ToolSpec
 
 GrammarField = Literal["gbnf", "lark", "none"]
-# Without a grammar a base model goes on past its reply: it writes the tool's result itself, or,
-# after an answer, the next question. Generation stops at either.
-STOPS = ["\nObservation:", "\nQuestion:"]
+STOPS = list(UNCONSTRAINED_STOPS)
 _FIELD_NAMES = {"gbnf": "grammar", "lark": "structured_outputs"}
 
 

@@ -63,7 +63,9 @@ class ScriptedTurn:
         self.calls.append(RecordedTurn(list(messages), [t.name for t in tools], tool_choice))
         position = len(self.calls) - 1
         if position >= len(self.items):
-            raise BackendError(f"the script has no output left for turn {position + 1} ({len(self.items)} given)")
+            raise BackendError(
+                f"the script has no output left for turn {position + 1} ({len(self.items)} given)"
+            )
         item = self.items[position]
         if isinstance(item, str):
             parsed = parse_reply(item, tools, tool_choice, tolerant=True, new_id=self._new_id)
@@ -77,7 +79,9 @@ class ScriptedTurn:
                 on_delta(ContentDelta(text=result.content))
         return result
 
-    def _chat_turn(self, item: dict[str, Any], tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> Final | ToolRequests:
+    def _chat_turn(
+        self, item: dict[str, Any], tools: Sequence[ToolSpec], tool_choice: ToolChoice
+    ) -> Final | ToolRequests:
         content = str(item.get("content") or "")
         reasoning = item.get("reasoning")
         calls = item.get("tool_calls") or []
@@ -89,9 +93,13 @@ class ScriptedTurn:
             return ToolRequests(requests=requests, content=content, reasoning=reasoning)
         names = [tool.name for tool in tools]
         if tool_choice == "required" or isinstance(tool_choice, NamedToolChoice):
-            raise RecoverableTurnError(feedback.required_call(names, tool_choice), content, "no_required_call")
+            raise RecoverableTurnError(
+                feedback.required_call(names, tool_choice), content, "no_required_call"
+            )
         if not content.strip():
-            raise RecoverableTurnError(feedback.unparsable("the reply is empty", names, tool_choice), "", "empty")
+            raise RecoverableTurnError(
+                feedback.unparsable("the reply is empty", names, tool_choice), "", "empty"
+            )
         return Final(content=content, reasoning=reasoning)
 
     def _new_id(self) -> str:

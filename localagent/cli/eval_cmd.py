@@ -105,6 +105,7 @@ def render_table(figures: dict[str, Any]) -> str:
         ("valid structure", "valid_structure_rate", "{:.1%}"),
         ("AST accuracy", "ast_accuracy", "{:.1%}"),
         ("seconds per question", "seconds_per_question", "{:.2f}"),
+        ("  median", "median_seconds", "{:.2f}"),
     ]
     for label, key, style in rows:
         lines.append(

@@ -8,6 +8,7 @@ The calls are then scored by BFCL's AST rules (bfcl_checker).
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,8 @@ class ColumnResult:
             "valid_structure_rate": _share(sum(r.valid_structure for r in self.results), count),
             "ast_accuracy": _share(sum(r.correct for r in self.results), count),
             "seconds_per_question": round(sum(r.seconds for r in self.results) / count, 3) if count else 0.0,
+            # The median resists the odd question slowed by other work on the machine.
+            "median_seconds": round(statistics.median(r.seconds for r in self.results), 3) if count else 0.0,
         }
 
 
@@ -91,23 +94,21 @@ def ask(turn: ModelTurn, category: str, case: BfclCase) -> QuestionResult:
     specs = [function.spec() for function in case.question.functions]
     started = time.perf_counter()
     try:
-        reply: Final | ToolRequests | None = turn(question_messages(case), specs, "auto", CancelToken())
+        reply: Final | ToolRequests | RecoverableTurnError = turn(
+            question_messages(case), specs, "auto", CancelToken()
+        )
     except RecoverableTurnError as error:
-        reply, unusable = None, f"unusable reply ({error.problem}): {error.raw[:200]!r}"
+        reply = error
     seconds = time.perf_counter() - started
-    if reply is None:
-        calls = None
-        structure_problem = unusable
+    if isinstance(reply, RecoverableTurnError):
+        calls, structure_problem = None, f"unusable reply ({reply.problem}): {reply.raw[:200]!r}"
     else:
-        calls = decoded_calls(reply)
-        structure_problem = structure_problem_of(reply, specs)
-    if category == "irrelevance":
-        # As in BFCL: a reply that does not decode into calls made no call.
-        correct, problem = not calls, "" if not calls else f"called {calls[0][0]} although no function fits"
-    elif calls is None:
+        calls, structure_problem = decoded_calls(reply), structure_problem_of(reply, specs)
+    if calls is None and category != "irrelevance":
         correct, problem = False, "the reply holds no readable calls"
     else:
-        verdict = check_reply(category, case.question.functions, case.expected, calls)
+        # As in BFCL, a reply that does not decode into calls made none: right for irrelevance.
+        verdict = check_reply(category, case.question.functions, case.expected, calls or [])
         correct, problem = verdict.correct, verdict.reason
     return QuestionResult(
         id=case.question.id,

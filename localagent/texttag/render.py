@@ -16,6 +16,9 @@ from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMe
 from localagent.tools.spec import ToolSpec
 
 ELIDED = "[older observation elided to fit the context window]"
+# Without a grammar a base model goes on past its reply: it writes the tool's result itself, or,
+# after an answer, the next question. Unconstrained generation stops at either.
+UNCONSTRAINED_STOPS = ("\nObservation:", "\nQuestion:")
 TurnRole = Literal["system", "user", "assistant", "observation"]
 
 
@@ -52,22 +55,17 @@ def format_instructions(tools: Sequence[ToolSpec]) -> str:
 
 
 def _example(tools: Sequence[ToolSpec]) -> str:
-    if any(tool.name == "calculator" for tool in tools):
-        return (
-            "Example:\nQuestion: What is 12 times 7?\n"
-            "Thought: I should multiply with the calculator.\n"
-            "Action: calculator\n"
-            'Action Input: {"expression": "12 * 7"}\n'
-            "Observation: 84\n"
-            "Thought: I know the final answer.\n"
-            "Final Answer: 12 times 7 is 84."
-        )
-    tool = tools[0]
-    arguments = {name: "..." for name in tool.parameters.get("required", [])}
+    """A worked example. Small models copy an example closely, so it is a concrete one, with real
+    values; when the calculator is not among the tools, the grammar keeps the model to its own."""
+    note = "" if any(tool.name == "calculator" for tool in tools) else " (with a calculator tool)"
     return (
-        f"Example:\nQuestion: ...\nThought: I should use {tool.name}.\nAction: {tool.name}\n"
-        f"Action Input: {json.dumps(arguments)}\nObservation: ...\n"
-        "Thought: I know the final answer.\nFinal Answer: ..."
+        f"Example{note}:\nQuestion: What is 12 times 7?\n"
+        "Thought: I should multiply with the calculator.\n"
+        "Action: calculator\n"
+        'Action Input: {"expression": "12 * 7"}\n'
+        "Observation: 84\n"
+        "Thought: I know the final answer.\n"
+        "Final Answer: 12 times 7 is 84."
     )
 
 
@@ -76,8 +74,8 @@ def render_reply(message: AssistantMessage) -> str:
     thought = f"Thought: {message.reasoning}\n" if message.reasoning is not None else ""
     if message.tool_requests:
         actions = "".join(
-            f"Action: {request.name}\nAction Input: {_arguments_text(request.raw_arguments, request.arguments)}\n"
-            for request in message.tool_requests
+            f"Action: {r.name}\nAction Input: {_arguments_text(r.raw_arguments, r.arguments)}\n"
+            for r in message.tool_requests
         )
         return thought + actions
     return f"{thought}Final Answer: {message.content}\n"
@@ -98,7 +96,11 @@ def _arguments_text(raw: str, arguments: dict | None) -> str:
 
 
 def prompt_turns(
-    messages: Sequence[Message], tools: Sequence[ToolSpec], elided: frozenset[int] = frozenset(), *, plain: bool
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    elided: frozenset[int] = frozenset(),
+    *,
+    plain: bool,
 ) -> list[PromptTurn]:
     """The history as prompt turns; tool messages whose index is in `elided` are replaced by a marker."""
     instructions = format_instructions(tools)
