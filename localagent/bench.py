@@ -22,6 +22,7 @@ from localagent.backends.guidance import Guidance
 from localagent.backends.llama_runtime import LoadSettings, load_llama
 from localagent.backends.local_texttag import LocalSettings, LocalTextTagTurn
 from localagent.cancel import CancelToken
+from localagent.errors import BackendError
 from localagent.messages import (
     Final,
     Message,
@@ -132,6 +133,7 @@ def run_benchmark(
     kv = kv_reuse_run(model, tools)
     report("measuring cold start in a fresh process")
     cold = cold_start_seconds(model)
+    cold_without_cache = cold_start_seconds(model, disk_cache=False)
     return {
         "model": model.display_name,
         "prompts": len(PROMPTS),
@@ -146,6 +148,7 @@ def run_benchmark(
         "grammar_compile_ms": compile_figures,
         "kv_reuse": kv,
         "cold_start_s": round(cold, 3),
+        "cold_start_without_disk_cache_s": round(cold_without_cache, 3),
     }
 
 
@@ -240,16 +243,20 @@ def kv_reuse_run(model: ResolvedModel, tools: list[Tool], steps: int = 6) -> dic
     return {"steps": rows, "max_extra_tokens_per_step": max(extra) if extra else 0}
 
 
-def cold_start_seconds(model: ResolvedModel) -> float:
-    """From starting a fresh Python process to its first generated token, grammar and all."""
+def cold_start_seconds(model: ResolvedModel, disk_cache: bool = True) -> float:
+    """From starting a fresh Python process to its first generated token, grammar and all.
+
+    With `disk_cache`, the instructions' KV snapshot and the vocabulary saved by an earlier run are
+    used, as on every run after a model's first; without it, everything is computed afresh.
+    """
     code = (
         "import sys\n"
         "from localagent.bench import first_token_in_this_process\n"
-        "first_token_in_this_process(sys.argv[1])\n"
+        "first_token_in_this_process(sys.argv[1], sys.argv[2] == 'cache')\n"
     )
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-c", code, str(model.path)],
+        [sys.executable, "-c", code, str(model.path), "cache" if disk_cache else "no-cache"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -259,20 +266,19 @@ def cold_start_seconds(model: ResolvedModel) -> float:
     elapsed = time.perf_counter() - started
     process.wait(timeout=120)
     if line.strip() != "first-token":
-        detail = process.stderr.read() if process.stderr else ""
-        raise RuntimeError(f"the cold-start process failed: {detail.strip()[-500:]}")
+        detail = process.stderr.read().strip().splitlines() if process.stderr else []
+        raise BackendError(f"the cold-start process failed: {detail[-1] if detail else 'no output'}")
     return elapsed
 
 
-def first_token_in_this_process(model_path: str) -> None:
-    """What a first `localagent run` does up to the first token the model chooses; prints a marker then."""
+def first_token_in_this_process(model_path: str, disk_cache: bool) -> None:
+    """What `localagent run` does up to the first token the model chooses; prints a marker then."""
     from localagent.cancel import Cancelled
     from localagent.models import ResolvedModel as Resolved
 
     tools = select_tools(None, Workspace(Path.cwd()))
-    turn = LocalTextTagTurn(
-        Resolved(Path(model_path), None), LoadSettings(n_ctx=4096), LocalSettings(max_tokens=32)
-    )
+    settings = LocalSettings(max_tokens=32, disk_cache=disk_cache)
+    turn = LocalTextTagTurn(Resolved(Path(model_path), None), LoadSettings(n_ctx=4096), settings)
     cancel = CancelToken()
 
     def on_delta(delta: object) -> None:

@@ -89,12 +89,17 @@ def load_registry() -> dict[str, ModelEntry]:
     return parse_registry(text)
 
 
-def models_dir() -> Path:
+def cache_dir(kind: str) -> Path:
+    """Where localagent keeps `kind` (models, prompt-cache, vocab): $LOCALAGENT_HOME or the user cache."""
     base = os.environ.get("LOCALAGENT_HOME")
     if base:
-        return Path(base) / "models"
+        return Path(base) / kind
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "localagent" / "models"
+    return Path(cache) / "localagent" / kind
+
+
+def models_dir() -> Path:
+    return cache_dir("models")
 
 
 def installed_path(entry: ModelEntry) -> Path:

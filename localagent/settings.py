@@ -45,6 +45,9 @@ class Settings(BaseModel):
     decoder: Literal["llguidance", "gbnf", "none"] = Field(
         "llguidance", description="local constrained decoding: llguidance, llama.cpp's GBNF sampler, or none"
     )
+    disk_cache: bool = Field(
+        True, description="keep the instructions' KV snapshot and the vocabulary on disk for fast starts"
+    )
     timeout: float = Field(60.0, gt=0, le=3600, description="seconds per HTTP request")
     max_retries: int = Field(2, ge=0, le=10, description="HTTP retries on 429 and 5xx")
 

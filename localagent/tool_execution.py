@@ -153,15 +153,7 @@ class ToolExecutor:
         except Exception as error:  # noqa: BLE001 - any tool bug becomes a message to the model
             outcome = _Outcome(f"Tool error: {tool.name} failed: {_one_line(error)}", True, True)
         outcome.ran = True
-        self.on_event(
-            ToolFinished(
-                request_id=request.id,
-                name=request.name,
-                content=outcome.content,
-                is_error=outcome.is_error,
-                seconds=round(time.monotonic() - started, 4),
-            )
-        )
+        self.on_event(_finished(request, outcome, time.monotonic() - started))
         return outcome
 
     def _finish(self, request: ToolRequest, outcome: _Outcome | None) -> ToolMessage:
@@ -171,19 +163,21 @@ class ToolExecutor:
         elif not outcome.is_error:
             self.failure_streaks[request.name] = 0
         if not outcome.ran:
-            self.on_event(
-                ToolFinished(
-                    request_id=request.id,
-                    name=request.name,
-                    content=outcome.content,
-                    is_error=outcome.is_error,
-                    seconds=0.0,
-                    repeated=outcome.repeated,
-                )
-            )
+            self.on_event(_finished(request, outcome, 0.0))
         return ToolMessage(
             request_id=request.id, name=request.name, content=outcome.content, is_error=outcome.is_error
         )
+
+
+def _finished(request: ToolRequest, outcome: _Outcome, seconds: float) -> ToolFinished:
+    return ToolFinished(
+        request_id=request.id,
+        name=request.name,
+        content=outcome.content,
+        is_error=outcome.is_error,
+        seconds=round(seconds, 4),
+        repeated=outcome.repeated,
+    )
 
 
 def _repeat_of(first: _Outcome | None) -> _Outcome:

@@ -334,7 +334,7 @@ def test_the_embedded_model_with_the_grammar_always_replies_in_structure(categor
         "benchmark": "bfcl",
         "category": category,
         "questions": 3,
-        "max_tokens": 192,
+        "max_tokens": 384,
     }
     assert set(figures["columns"]) == set(figures["results"]) == {"grammar", "no_grammar"}
     for name, column in figures["columns"].items():

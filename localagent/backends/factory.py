@@ -33,6 +33,7 @@ def open_backend(
         max_tokens=settings.max_tokens,
         sampling=Sampling(settings.temperature, settings.top_p, settings.seed),
         decoder=settings.decoder,
+        disk_cache=settings.disk_cache,
     )
     load = LoadSettings(n_ctx=settings.n_ctx, seed=settings.seed or 0)
     return LocalTextTagTurn(model, load, local, notice)

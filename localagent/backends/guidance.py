@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
-import llguidance
-import llguidance.llamacpp
 from llguidance import LLMatcher, LLTokenizer
 
 from localagent.backends.decoding import LlamaSession
+from localagent.backends.vocabulary import build_tokenizer
 
 
 @dataclass(frozen=True)
@@ -28,15 +27,12 @@ class GrammarCompileError(ValueError):
 
 
 class Guidance:
-    def __init__(self, session: LlamaSession) -> None:
+    def __init__(
+        self, session: LlamaSession, model_path: Path | None = None, cache: Path | None = None
+    ) -> None:
+        """`model_path` and `cache` let the vocabulary's token bytes be kept on disk between runs."""
         started = time.perf_counter()
-        with warnings.catch_warnings():
-            # llguidance calls a llama-cpp-python function that warns once per vocabulary entry.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            # Every end-of-generation token counts as EOS: a chat model ends its turn with its own.
-            self.tokenizer: LLTokenizer = llguidance.llamacpp.lltokenizer_from_vocab(
-                session.vocab, eos_token=session.end_of_generation_tokens()
-            )
+        self.tokenizer: LLTokenizer = build_tokenizer(session, model_path, cache)
         self.tokenizer_seconds = time.perf_counter() - started
         self._compiled: dict[str, CompiledGrammar] = {}
 

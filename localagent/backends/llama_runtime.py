@@ -8,6 +8,7 @@ from pathlib import Path
 
 import llama_cpp
 
+from localagent.backends.gguf_header import GGUFHeaderError, context_length
 from localagent.errors import BackendError, ModelNotFound
 from localagent.llama_logs import clear_log_lines, quiet_llama_logs, recent_log_lines
 
@@ -23,18 +24,11 @@ class LoadSettings:
 
 
 def trained_context(path: Path) -> int | None:
-    """The context length the GGUF was trained with, read from its metadata without loading weights."""
-    quiet_llama_logs()
+    """The context length the GGUF was trained with, from its header."""
     try:
-        probe = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
-    except (ValueError, RuntimeError):
-        return None
-    try:
-        architecture = probe.metadata.get("general.architecture", "")
-        value = probe.metadata.get(f"{architecture}.context_length")
-        return int(value) if value else None
-    finally:
-        probe.close()
+        return context_length(path)
+    except (OSError, GGUFHeaderError):
+        return None  # llama.cpp will say what is wrong with the file when it loads it
 
 
 def load_llama(path: Path, settings: LoadSettings | None = None) -> llama_cpp.Llama:

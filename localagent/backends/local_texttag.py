@@ -14,15 +14,16 @@ from typing import Literal
 from localagent.backends.decoding import Generation, LlamaSession, Sampling
 from localagent.backends.guidance import GrammarCompileError, Guidance
 from localagent.backends.llama_runtime import LoadSettings, load_llama
+from localagent.backends.prompt_cache import PromptCache
 from localagent.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError
 from localagent.events import DeltaSink
 from localagent.messages import Final, Message, ToolChoice, ToolMessage, ToolRequests, Usage
-from localagent.models import ResolvedModel
+from localagent.models import ResolvedModel, cache_dir
 from localagent.texttag.chat_template import ChatTemplate
 from localagent.texttag.grammar import GrammarOptions, TextTagGrammar, build_grammar
 from localagent.texttag.parser import parse_reply
-from localagent.texttag.render import UNCONSTRAINED_STOPS, prompt_turns, render_plain
+from localagent.texttag.render import UNCONSTRAINED_STOPS, instructions_of, prompt_turns, render_plain
 from localagent.texttag.stream import ReplyStream
 from localagent.tools.spec import ToolSpec
 
@@ -37,6 +38,8 @@ class LocalSettings:
     decoder: Decoder = "llguidance"
     max_actions: int = 8
     fast_forward: bool = True
+    # Keep the instructions' KV snapshot and the vocabulary's bytes on disk, for a fast next start.
+    disk_cache: bool = True
 
 
 @dataclass
@@ -68,13 +71,19 @@ class LocalTextTagTurn:
         self.session = session or LlamaSession(load_llama(model.path, load))
         self.chat_template = ChatTemplate.of(self.session) if self._wants_chat(model) else None
         self.prompt_format: Literal["plain", "chat"] = "chat" if self.chat_template else "plain"
+        # A chat template folds the instructions into the first turn, so only plain prompts split cleanly.
+        use_cache = self.settings.disk_cache and self.chat_template is None
+        self.prompt_cache = PromptCache(cache_dir("prompt-cache"), model.path) if use_cache else None
+        self._instruction_tokens: list[int] = []
         self._guidance: Guidance | None = None
         self._guidance_pool: ThreadPoolExecutor | None = None
         self._guidance_future: Future[Guidance] | None = None
         if self.settings.decoder == "llguidance":
             # Building the tokenizer takes about 2 s; it overlaps with the first prompt's evaluation.
             self._guidance_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llguidance-tokenizer")
-            self._guidance_future = self._guidance_pool.submit(Guidance, self.session)
+            self._guidance_future = self._guidance_pool.submit(
+                Guidance, self.session, model.path, cache_dir("vocab") if self.settings.disk_cache else None
+            )
         self._grammars: dict[tuple[str, str], TextTagGrammar] = {}
         self._fell_back: set[str] = set()
         self._held_prompt: tuple[str, list[int]] = ("", [])
@@ -93,6 +102,7 @@ class LocalTextTagTurn:
         cancel.raise_if_cancelled()
         grammar = self.grammar_for(tools, tool_choice) if self.settings.decoder != "none" else None
         prompt_text, prompt_tokens, new_tokens = self._prompt(messages, tools)
+        warmed = self._warm_instructions()
         stream = ReplyStream(on_delta)
         generation, decoder = self._generate(prompt_tokens, grammar, cancel, stream.feed)
         if generation.stop == "cancelled":
@@ -102,7 +112,7 @@ class LocalTextTagTurn:
         self.steps.append(
             StepRecord(
                 prompt_tokens=len(prompt_tokens),
-                evaluated_prompt_tokens=generation.stats.evaluated_prompt_tokens,
+                evaluated_prompt_tokens=warmed + generation.stats.evaluated_prompt_tokens,
                 new_prompt_tokens=new_tokens,
                 generation=generation,
                 elided_observations=len(self._elided),
@@ -122,7 +132,7 @@ class LocalTextTagTurn:
         usage = Usage(
             prompt_tokens=len(prompt_tokens),
             completion_tokens=generation.stats.generated_tokens,
-            cached_prompt_tokens=len(prompt_tokens) - generation.stats.evaluated_prompt_tokens,
+            cached_prompt_tokens=len(prompt_tokens) - warmed - generation.stats.evaluated_prompt_tokens,
         )
         return parsed.result.model_copy(update={"usage": usage})
 
@@ -212,7 +222,7 @@ class LocalTextTagTurn:
         while True:
             turns = prompt_turns(messages, tools, frozenset(self._elided), plain=plain)
             text = render_plain(turns) if self.chat_template is None else self.chat_template.render(turns)
-            tokens, new_tokens = self._tokenize_after_held(text)
+            tokens, new_tokens = self._tokenize_after_held(text, instructions_of(turns) if plain else "")
             if len(tokens) <= budget:
                 return text, tokens, new_tokens
             oldest = next(
@@ -226,17 +236,39 @@ class LocalTextTagTurn:
                 )
             self._elided.add(oldest)
 
-    def _tokenize_after_held(self, text: str) -> tuple[list[int], int]:
-        """Tokens for `text`, reusing those of the held prefix so its KV cache entries match exactly."""
+    def _tokenize_after_held(self, text: str, instructions: str) -> tuple[list[int], int]:
+        """Tokens for `text`, reusing those of the held prefix so its KV cache entries match exactly.
+
+        A fresh plain prompt is tokenized in two pieces, the instructions then the rest, so the
+        instructions always get the same tokens and their cached KV snapshot fits.
+        """
         special = self.chat_template is not None  # the template's markers are special tokens
         held = self._held_prefix(text)
         if held is not None:
             length, held_tokens = held
             suffix = self.session.tokenize(text[length:], bos=False, special=special)
             return held_tokens + suffix, len(suffix)
+        if instructions and text.startswith(instructions):
+            self._instruction_tokens = self.session.tokenize(instructions, bos=True)
+            tokens = self._instruction_tokens + self.session.tokenize(text[len(instructions) :], bos=False)
+            return tokens, len(tokens)
         bos = self.chat_template is None or not text.startswith(self.chat_template.bos_text)
         tokens = self.session.tokenize(text, bos=bos, special=special)
         return tokens, len(tokens)
+
+    def _warm_instructions(self) -> int:
+        """On an empty KV cache, load the instructions' snapshot, or evaluate and save it.
+
+        Returns how many tokens this evaluated (0 when the snapshot was loaded).
+        """
+        tokens = self._instruction_tokens
+        if self.prompt_cache is None or not tokens or self.session.llama.n_tokens != 0:
+            return 0
+        if self.prompt_cache.restore(self.session, tokens):
+            return 0
+        evaluated = self.session.prefill(tokens)
+        self.prompt_cache.store(self.session, tokens)
+        return evaluated
 
     def _held_prefix(self, text: str) -> tuple[int, list[int]] | None:
         """How much of `text` the KV cache holds, in characters and tokens: the last prompt, then as

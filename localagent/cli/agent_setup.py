@@ -63,6 +63,8 @@ def open_agent(
     tools = select_tools(settings.tools, workspace_root)
     display = RunDisplay(sys.stderr)
     progress = ProgressReporter(enabled=show)
+    if not settings.api_base and not settings.model.startswith("script:"):
+        progress.stage(f"loading {settings.model}")
     backend = open_backend(settings, progress.model_assembly, display.notice if show else None)
     progress.done()
     path = transcript or default_transcript_path(transcripts_dir())

@@ -67,7 +67,8 @@ def render_table(figures: dict) -> str:
         f"grammar for {compile_ms['tools']} tools: generate {compile_ms['generate_lark_ms']} ms, "
         f"first compile {compile_ms['first_compile_ms']} ms, cached {compile_ms['cached_ms']} ms",
         f"llguidance tokenizer build: {figures['tokenizer_build_s']} s",
-        f"cold start to first token: {figures['cold_start_s']} s",
+        f"cold start to first token: {figures['cold_start_s']} s "
+        f"({figures['cold_start_without_disk_cache_s']} s without the disk cache)",
         "KV reuse (step: prompt / new / evaluated tokens): "
         + ", ".join(
             f"{r['step']}: {r['prompt_tokens']}/{r['new_tokens']}/{r['evaluated_tokens']}"

@@ -30,7 +30,7 @@ def eval_group() -> None:
 @click.option(
     "--max-tokens",
     type=click.IntRange(16, 2048),
-    default=192,
+    default=384,
     show_default=True,
     help="Tokens the model may write per reply.",
 )

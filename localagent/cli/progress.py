@@ -17,13 +17,18 @@ class ProgressReporter:
             return
         width = 30
         filled = width * done // max(total, 1)
-        label = (
-            f"assembling model [{'#' * filled}{'.' * (width - filled)}] {done / 1e6:.0f}/{total / 1e6:.0f} MB"
-        )
+        bar = "#" * filled + "." * (width - filled)
+        label = f"writing the model file [{bar}] {done / 1e6:.0f}/{total / 1e6:.0f} MB"
         click.echo("\r" + label, nl=False, err=True)
         self._bar_label = label
 
+    def stage(self, text: str) -> None:
+        """A one-line note about slow work starting, cleared by done()."""
+        if self.enabled:
+            click.echo(click.style(f"{text}…", dim=True), nl=False, err=True)
+            self._bar_label = text
+
     def done(self) -> None:
         if self._bar_label is not None:
-            click.echo("", err=True)
+            click.echo("\r\x1b[K", nl=False, err=True)  # clear the line
             self._bar_label = None

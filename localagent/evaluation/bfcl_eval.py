@@ -42,7 +42,7 @@ def evaluate_bfcl(
     *,
     data_dir: Path,
     columns: Sequence[str] = tuple(COLUMNS),
-    max_tokens: int = 192,
+    max_tokens: int = 384,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the columns and return the figures and per-question results as one JSON-ready object."""

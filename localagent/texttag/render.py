@@ -141,10 +141,14 @@ def _followed_by_feedback(messages: Sequence[Message], index: int) -> bool:
     return isinstance(following, UserMessage) and following.feedback
 
 
+def instructions_of(turns: Sequence[PromptTurn]) -> str:
+    """The part of a plain prompt before the conversation: the same for every task with these tools."""
+    return turns[0].text + "\n\n"
+
+
 def render_plain(turns: Sequence[PromptTurn]) -> str:
     """A base model's prompt: the instructions, a blank line, then the Question/Thought/... text."""
-    head, *rest = turns
-    return head.text + "\n\n" + "".join(turn.text for turn in rest)
+    return instructions_of(turns) + "".join(turn.text for turn in turns[1:])
 
 
 def chat_messages(turns: Sequence[PromptTurn]) -> list[dict[str, str]]:

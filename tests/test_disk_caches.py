@@ -1,0 +1,107 @@
+"""What a run keeps on disk for a fast next start: the instructions' KV snapshot, the vocabulary's
+token bytes, and the GGUF header read that replaces a vocab-only model load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from localagent.backends.decoding import LlamaSession
+from localagent.backends.gguf_header import GGUFHeaderError, context_length
+from localagent.backends.guidance import Guidance
+from localagent.backends.llama_runtime import LoadSettings, load_llama
+from localagent.backends.local_texttag import LocalSettings, LocalTextTagTurn
+from localagent.cancel import CancelToken
+from localagent.messages import Message, SystemMessage, UserMessage
+from localagent.models import ResolvedModel, cache_dir
+from localagent.tools import Tool, Workspace, select_tools
+
+
+@pytest.fixture
+def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> list[Tool]:
+    return select_tools(None, Workspace(tmp_path))
+
+
+def fresh_turn(model: Path, **settings: object) -> LocalTextTagTurn:
+    return LocalTextTagTurn(ResolvedModel(model, None), LoadSettings(n_ctx=2048), LocalSettings(**settings))  # type: ignore[arg-type]
+
+
+def ask(turn: LocalTextTagTurn, tools: list[Tool], task: str) -> str:
+    messages: list[Message] = [
+        SystemMessage(content="You are a careful assistant."),
+        UserMessage(content=task),
+    ]
+    turn(messages, [t.spec for t in tools], "auto", CancelToken())
+    return turn.steps[-1].generation.text
+
+
+def test_a_new_process_loads_the_instructions_instead_of_evaluating_them(
+    tiny_model_plain: Path, tools: list[Tool], private_home: Path
+) -> None:
+    first = fresh_turn(tiny_model_plain, max_tokens=24)
+    reply = ask(first, tools, "What is 2 + 2?")
+    snapshots = list((private_home / "prompt-cache").glob("*.kv"))
+    assert len(snapshots) == 1
+    assert first.steps[0].evaluated_prompt_tokens == first.steps[0].prompt_tokens
+
+    second = fresh_turn(tiny_model_plain, max_tokens=24)
+    assert ask(second, tools, "What is 2 + 2?") == reply
+    record = second.steps[0]
+    instructions = len(second._instruction_tokens)
+    assert instructions > 300
+    assert record.evaluated_prompt_tokens == record.prompt_tokens - instructions
+
+
+def test_a_damaged_snapshot_is_evaluated_again_with_the_same_result(
+    tiny_model_plain: Path, tools: list[Tool], private_home: Path
+) -> None:
+    reply = ask(fresh_turn(tiny_model_plain, max_tokens=24), tools, "Say hi.")
+    (snapshot,) = (private_home / "prompt-cache").glob("*.kv")
+    snapshot.write_bytes(snapshot.read_bytes()[:100])
+    again = fresh_turn(tiny_model_plain, max_tokens=24)
+    assert ask(again, tools, "Say hi.") == reply
+    assert again.steps[0].evaluated_prompt_tokens == again.steps[0].prompt_tokens
+
+
+def test_without_the_disk_cache_nothing_is_written(
+    tiny_model_plain: Path, tools: list[Tool], private_home: Path
+) -> None:
+    ask(fresh_turn(tiny_model_plain, max_tokens=16, disk_cache=False), tools, "Say hi.")
+    assert not private_home.exists() or not any(private_home.rglob("*"))
+
+
+def test_the_cached_vocabulary_gives_the_same_tokenizer(tiny_model_chat: Path, private_home: Path) -> None:
+    session = LlamaSession(load_llama(tiny_model_chat, LoadSettings(n_ctx=512)))
+    built = Guidance(session, tiny_model_chat, cache_dir("vocab")).tokenizer
+    assert len(list(cache_dir("vocab").glob("*.npz"))) == 1
+    loaded = Guidance(session, tiny_model_chat, cache_dir("vocab")).tokenizer
+    for text in [
+        "Thought: hello\nAction: calculator",
+        'Action Input: {"expression": "2 * 3"}',
+        "<end_of_turn>",
+    ]:
+        assert loaded.tokenize_str(text) == built.tokenize_str(text)
+    specials = [t for t in range(session.n_vocab) if built.is_special_token(t)]
+    assert specials and specials == [t for t in range(session.n_vocab) if loaded.is_special_token(t)]
+    assert loaded.decode_bytes(list(range(session.n_vocab))) == built.decode_bytes(
+        list(range(session.n_vocab))
+    )
+
+
+def test_the_gguf_header_gives_the_trained_context(tiny_model_plain: Path, tmp_path: Path) -> None:
+    assert context_length(tiny_model_plain) == 4096
+    not_gguf = tmp_path / "notes.gguf"
+    not_gguf.write_text("hello")
+    with pytest.raises(GGUFHeaderError, match="not a GGUF file"):
+        context_length(not_gguf)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(tiny_model_plain.read_bytes()[:40])
+    with pytest.raises(GGUFHeaderError, match="ends early"):
+        context_length(cut)
