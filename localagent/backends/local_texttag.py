@@ -21,7 +21,7 @@ from localagent.events import DeltaSink
 from localagent.messages import Final, Message, ToolChoice, ToolMessage, ToolRequests, Usage
 from localagent.models import ResolvedModel, cache_dir
 from localagent.texttag.chat_template import ChatTemplate
-from localagent.texttag.grammar import GrammarOptions, TextTagGrammar, build_grammar
+from localagent.texttag.grammar import GrammarCache, GrammarOptions, TextTagGrammar
 from localagent.texttag.parser import parse_reply
 from localagent.texttag.render import UNCONSTRAINED_STOPS, instructions_of, prompt_turns, render_plain
 from localagent.texttag.stream import ReplyStream
@@ -84,7 +84,9 @@ class LocalTextTagTurn:
             self._guidance_future = self._guidance_pool.submit(
                 Guidance, self.session, model.path, cache_dir("vocab") if self.settings.disk_cache else None
             )
-        self._grammars: dict[tuple[str, str], TextTagGrammar] = {}
+        self._grammars = GrammarCache(
+            GrammarOptions(max_actions=self.settings.max_actions, prompt_format=self.prompt_format)
+        )
         self._fell_back: set[str] = set()
         self._held_prompt: tuple[str, list[int]] = ("", [])
         self._held_reply: list[int] = []
@@ -143,16 +145,7 @@ class LocalTextTagTurn:
         return ChatTemplate.of(self.session) is not None
 
     def grammar_for(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> TextTagGrammar:
-        key = (
-            "\x00".join(tool.model_dump_json() for tool in tools),
-            tool_choice if isinstance(tool_choice, str) else f"name:{tool_choice.name}",
-        )
-        grammar = self._grammars.get(key)
-        if grammar is None:
-            options = GrammarOptions(max_actions=self.settings.max_actions, prompt_format=self.prompt_format)
-            grammar = build_grammar(tools, tool_choice, options)
-            self._grammars[key] = grammar
-        return grammar
+        return self._grammars.get(tools, tool_choice)
 
     @property
     def guidance(self) -> Guidance:

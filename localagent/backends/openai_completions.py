@@ -39,7 +39,7 @@ from localagent.cancel import CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.events import DeltaSink
 from localagent.messages import Final, Message, ToolChoice, ToolRequests
-from localagent.texttag.grammar import GrammarOptions, TextTagGrammar, build_grammar
+from localagent.texttag.grammar import GrammarCache, GrammarOptions, TextTagGrammar
 from localagent.texttag.parser import parse_reply
 from localagent.texttag.render import UNCONSTRAINED_STOPS, prompt_turns, render_plain
 from localagent.texttag.stream import ReplyStream
@@ -74,7 +74,7 @@ class OpenAICompletionsTurn:
         self.extra_body = dict(extra_body or {})
         self._where = ErrorContext(base_url.rstrip("/"), model, api_key, timeout, max_retries, api_key_env)
         self._client = make_openai_client(base_url, api_key, timeout, max_retries)
-        self._grammars: dict[tuple[str, str], TextTagGrammar] = {}
+        self._grammars = GrammarCache(GrammarOptions(max_actions=max_actions, prompt_format="plain"))
         self._refused_options: set[str] = set()
 
     def __call__(
@@ -104,15 +104,7 @@ class OpenAICompletionsTurn:
 
     def grammar_for(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> TextTagGrammar:
         """The grammar for this tool set and choice, built once per instance."""
-        key = (
-            "\x00".join(tool.model_dump_json() for tool in tools),
-            tool_choice if isinstance(tool_choice, str) else f"name:{tool_choice.name}",
-        )
-        grammar = self._grammars.get(key)
-        if grammar is None:
-            options = GrammarOptions(max_actions=self.max_actions, prompt_format="plain")
-            grammar = self._grammars[key] = build_grammar(tools, tool_choice, options)
-        return grammar
+        return self._grammars.get(tools, tool_choice)
 
     def close(self) -> None:
         """Release the pooled connections."""

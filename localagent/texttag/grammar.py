@@ -123,3 +123,19 @@ def build_grammar(
         definitions.update(tool_rules)
     text = header + render_rules(reachable_rules(definitions, "start"))
     return TextTagGrammar(text, tuple(t.name for t in callable_tools), tuple(loose))
+
+
+class GrammarCache:
+    """One grammar per tool set and tool choice, built on first use."""
+
+    def __init__(self, options: GrammarOptions) -> None:
+        self.options = options
+        self._grammars: dict[tuple[str, str], TextTagGrammar] = {}
+
+    def get(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> TextTagGrammar:
+        choice = f"tool:{tool_choice.name}" if isinstance(tool_choice, NamedToolChoice) else tool_choice
+        key = ("\x00".join(tool.model_dump_json() for tool in tools), choice)
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            grammar = self._grammars[key] = build_grammar(tools, tool_choice, self.options)
+        return grammar
