@@ -30,9 +30,11 @@ from localagent.messages import (
     Message,
     ToolChoice,
     ToolMessage,
+    ToolRequests,
     Usage,
     UserMessage,
     assistant_message_for,
+    describe_tool_choice,
 )
 from localagent.tool_execution import Approver, ToolExecutor, deny_all
 from localagent.tools.base import Tool
@@ -197,12 +199,15 @@ class Runner:
                     f"{broken} failed {self.settings.max_tool_failures} times in a row",
                 )
 
-    def _take_turn(self, state: _RunState, choice: ToolChoice, cancel: CancelToken):
+    def _take_turn(
+        self, state: _RunState, choice: ToolChoice, cancel: CancelToken
+    ) -> Final | ToolRequests | None:
+        """The model's reply, already in the history; None when it was malformed and got feedback."""
         steps_left = self.settings.max_steps - state.steps
         self._emit(
             TurnStarted(
                 step=state.steps,
-                tool_choice=choice if isinstance(choice, str) else choice.name,
+                tool_choice=describe_tool_choice(choice),
                 steps_left=steps_left,
             )
         )
