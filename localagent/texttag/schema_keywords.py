@@ -64,17 +64,8 @@ APPLICATORS = {"not", "if", "then", "else"}
 UNSUPPORTED = {
     "integer": {"multipleOf"},
     "number": {"multipleOf"},
-    "array": {"uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems"},
-    "object": {
-        "patternProperties",
-        "propertyNames",
-        "minProperties",
-        "maxProperties",
-        "dependentRequired",
-        "dependentSchemas",
-        "dependencies",
-        "unevaluatedProperties",
-    },
+    "array": ARRAY_KEYS - {"items", "prefixItems", "additionalItems", "minItems", "maxItems"},
+    "object": OBJECT_KEYS - {"properties", "required", "additionalProperties"},
 }
 
 # RFC 3339 / RFC 4122 shapes, as llama.cpp writes them (fractional seconds widened to 1..9 digits).
