@@ -8,17 +8,16 @@ per process from the embedded model.
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
 import llama_cpp
 import llguidance
-import llguidance.llamacpp
 from lark import Lark
 from lark.exceptions import LarkError
 
+from localagent.backends.vocabulary import build_tokenizer
 from localagent.llama_logs import captured_llama_output
 from localagent.models import DEFAULT_MODEL, resolve_model
 
@@ -113,7 +112,5 @@ def _vocab_model() -> Any:
 
 @cache
 def llguidance_tokenizer() -> llguidance.LLTokenizer:
-    # llguidance calls a llama.cpp function deprecated in llama-cpp-python, once per vocabulary entry
-    with captured_llama_output(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return llguidance.llamacpp.lltokenizer_from_vocab(llama_vocab())
+    with captured_llama_output():
+        return build_tokenizer(llama_vocab())

@@ -92,10 +92,6 @@ class LlamaSession:
     def is_end_of_generation(self, token: int) -> bool:
         return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
 
-    def end_of_generation_tokens(self) -> list[int]:
-        """EOS and every other token that ends a turn (a chat model's <end_of_turn>, <|eot_id|>, ...)."""
-        return [token for token in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, token)]
-
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         held = self.llama.input_ids[: self.llama.n_tokens]
         limit = min(len(held), len(tokens))

@@ -32,7 +32,7 @@ class Guidance:
     ) -> None:
         """`model_path` and `cache` let the vocabulary's token bytes be kept on disk between runs."""
         started = time.perf_counter()
-        self.tokenizer: LLTokenizer = build_tokenizer(session, model_path, cache)
+        self.tokenizer: LLTokenizer = build_tokenizer(session.vocab, model_path, cache)
         self.tokenizer_seconds = time.perf_counter() - started
         self._compiled: dict[str, CompiledGrammar] = {}
 

@@ -23,6 +23,12 @@ class LoadSettings:
     seed: int = 0
 
 
+def model_identity(model_path: Path) -> str:
+    """What a cached artifact of this model depends on: the file as it is, and the llama.cpp build."""
+    status = model_path.stat()
+    return f"{model_path.resolve()}|{status.st_size}|{status.st_mtime_ns}|{llama_cpp.__version__}"
+
+
 def trained_context(path: Path) -> int | None:
     """The context length the GGUF was trained with, from its header."""
     try:

@@ -17,15 +17,10 @@ import llama_cpp
 import numpy as np
 
 from localagent.backends.decoding import LlamaSession
+from localagent.backends.llama_runtime import model_identity
 
 _KEEP = 8  # snapshots kept; the oldest go first
 _SUFFIX = ".kv"
-
-
-def model_identity(model_path: Path) -> str:
-    """What a cached artifact of this model depends on: the file as it is, and the llama.cpp build."""
-    status = model_path.stat()
-    return f"{model_path.resolve()}|{status.st_size}|{status.st_mtime_ns}|{llama_cpp.__version__}"
 
 
 class PromptCache:

@@ -15,33 +15,41 @@ import llama_cpp
 import numpy as np
 from llguidance import LLTokenizer
 
-from localagent.backends.decoding import LlamaSession
-from localagent.backends.prompt_cache import model_identity
+from localagent.backends.llama_runtime import model_identity
 
 _PIECE_ROOM = 1024
 # llguidance's marker for a special token, as in llguidance.llamacpp.lltokenizer_from_vocab.
 _SPECIAL = b"\xff"
 
 
-def build_tokenizer(session: LlamaSession, model_path: Path | None, cache: Path | None) -> LLTokenizer:
-    """Every end-of-generation token counts as EOS, so a chat model may end its turn with its own."""
+def build_tokenizer(
+    vocab: llama_cpp.llama_vocab_p, model_path: Path | None = None, cache: Path | None = None
+) -> LLTokenizer:
+    """Every end-of-generation token counts as EOS, so a chat model may end its turn with its own.
+
+    With `model_path` and `cache`, the token bytes are read from (or written to) the cache.
+    """
     stored = _cached(cache, model_path) if cache and model_path else None
     if stored is None:
-        stored = _read(session), session.end_of_generation_tokens()
+        stored = _read(vocab), end_of_generation_tokens(vocab)
         if cache and model_path:
             _store(cache, model_path, *stored)
     pieces, ends = stored
     tokenize = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
     return LLTokenizer.from_llamacpp(
-        tokens=pieces, vocab_ptr=session.vocab, tokenize_fptr=tokenize, eos_token=ends, slices=None
+        tokens=pieces, vocab_ptr=vocab, tokenize_fptr=tokenize, eos_token=ends, slices=None
     )
 
 
-def _read(session: LlamaSession) -> list[bytes]:
-    vocab = session.vocab
+def end_of_generation_tokens(vocab: llama_cpp.llama_vocab_p) -> list[int]:
+    """EOS and every other token that ends a turn (a chat model's <end_of_turn>, <|eot_id|>, ...)."""
+    return [t for t in range(llama_cpp.llama_vocab_n_tokens(vocab)) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+
+
+def _read(vocab: llama_cpp.llama_vocab_p) -> list[bytes]:
     buffer = ctypes.create_string_buffer(_PIECE_ROOM)
     pieces = []
-    for token in range(session.n_vocab):
+    for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
         size = llama_cpp.llama_token_to_piece(vocab, token, buffer, _PIECE_ROOM, 0, True)
         piece = buffer[: max(size, 0)]
         attributes = llama_cpp.llama_vocab_get_attr(vocab, token)
