@@ -16,7 +16,7 @@ from lark import Lark
 from lark.exceptions import LarkError
 from llguidance.gbnf_to_lark import gbnf_to_lark
 
-from localagent.grammar_check import llguidance_tokenizer
+from localagent.grammar_checks.engines import llguidance_tokenizer
 
 EXTERNAL = Path(__file__).parent / "external"
 LLAMACPP_CASES = EXTERNAL / "llamacpp_json_schema"

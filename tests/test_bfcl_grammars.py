@@ -13,16 +13,16 @@ import pytest
 from conftest_grammar import BFCL, lark_accepts, lark_parser, llamacpp_rule_estimate, llguidance_accepts
 from lark.exceptions import LarkError
 
-from localagent.bfcl import (
+from localagent.evaluation.bfcl_functions import (
     BfclFunction,
     bfcl_to_json_schema,
     load_answers,
     load_questions,
     representative_arguments,
 )
-from localagent.grammar_check import check_gbnf, check_llguidance, llguidance_tokenizer
-from localagent.texttag.gbnf import lark_to_gbnf
-from localagent.texttag.schema_grammar import render_rules, schema_grammar, schema_rules, shared_rules
+from localagent.grammar_checks.engines import check_gbnf, check_llguidance, llguidance_tokenizer
+from localagent.schema_grammar.compiler import render_rules, schema_grammar, schema_rules, shared_rules
+from localagent.schema_grammar.gbnf import lark_to_gbnf
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
 ANSWERED = CATEGORIES[:4]

@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 
 from localagent.backends.scripted import ScriptedTurn
-from localagent.bfcl import BfclCall, BfclFunction, BfclQuestion, load_answers, load_questions
-from localagent.bfcl import representative_arguments as representative
 from localagent.evaluation.bfcl_checker import (
     ModelCall,
     check_call,
@@ -23,6 +21,14 @@ from localagent.evaluation.bfcl_checker import (
     standardize_string,
 )
 from localagent.evaluation.bfcl_data import BfclCase, BfclDataError, default_data_dir, load_cases
+from localagent.evaluation.bfcl_functions import (
+    BfclCall,
+    BfclFunction,
+    BfclQuestion,
+    load_answers,
+    load_questions,
+)
+from localagent.evaluation.bfcl_functions import representative_arguments as representative
 from localagent.evaluation.bfcl_run import run_column
 
 BFCL = Path(__file__).parent / "external" / "bfcl"

@@ -19,9 +19,9 @@ from conftest_grammar import (
     load_json,
 )
 
-from localagent.grammar_check import GrammarProblem, check_gbnf
-from localagent.texttag.gbnf import GrammarExportError, lark_to_gbnf
-from localagent.texttag.schema_grammar import GrammarLimits, schema_grammar
+from localagent.grammar_checks.engines import GrammarProblem, check_gbnf
+from localagent.schema_grammar.compiler import GrammarLimits, schema_grammar
+from localagent.schema_grammar.gbnf import GrammarExportError, lark_to_gbnf
 
 ACCEPT_REJECT = load_json(LLAMACPP_CASES / "schema_accept_reject_cases.json")["cases"]
 TO_GRAMMAR = [

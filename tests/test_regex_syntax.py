@@ -7,8 +7,8 @@ import re
 import pytest
 from conftest_grammar import gbnf_accepts, lark_accepts, llguidance_accepts
 
-from localagent.grammar_check import check_gbnf
-from localagent.texttag.regex_syntax import (
+from localagent.grammar_checks.engines import check_gbnf
+from localagent.schema_grammar.regex_syntax import (
     JSON_RAW,
     MAX_CHAR,
     CharSet,

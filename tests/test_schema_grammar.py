@@ -10,8 +10,8 @@ from conftest_grammar import LLAMACPP_CASES, compact_layout, lark_accepts, llgui
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localagent.grammar_check import check_lark, check_llguidance
-from localagent.texttag.schema_grammar import (
+from localagent.grammar_checks.engines import check_lark, check_llguidance
+from localagent.schema_grammar.compiler import (
     GrammarLimits,
     SchemaGrammarError,
     integer_range_regex,

@@ -9,8 +9,8 @@ from pathlib import Path
 import llama_cpp
 
 from localagent.backends.gguf_header import GGUFHeaderError, context_length
+from localagent.backends.llama_logs import clear_log_lines, quiet_llama_logs, recent_log_lines
 from localagent.errors import BackendError, ModelNotFound
-from localagent.llama_logs import clear_log_lines, quiet_llama_logs, recent_log_lines
 
 DEFAULT_CONTEXT_CAP = 8192
 

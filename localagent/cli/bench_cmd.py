@@ -30,7 +30,7 @@ def bench(model: str, runs: int, max_tokens: int, as_json: bool) -> None:
     p90 over generations) and ratios, the fast-forwarded share, mask time per sampled token, grammar
     compile times, time to first token, cold start in a fresh process, and KV-cache reuse in a 6-step run.
     """
-    from localagent.bench import run_benchmark
+    from localagent.evaluation.bench import run_benchmark
 
     report = (lambda line: None) if as_json else (lambda line: click.echo(line, err=True))
     figures = run_benchmark(resolve_model(model), runs=runs, max_tokens=max_tokens, report=report)

@@ -62,7 +62,7 @@ def check(files: tuple[Path, ...]) -> None:
 
     Errors are reported with line and column. Exit status 1 when any engine rejects any file.
     """
-    from localagent.grammar_files import ENGINES, GrammarFile, check_file
+    from localagent.grammar_checks.files import ENGINES, GrammarFile, check_file
 
     failed = False
     for path in files:
@@ -95,7 +95,7 @@ def test_cases(file: Path, cases_path: Path) -> None:
 
     Prints a table; exit status 1 on any mismatch.
     """
-    from localagent.grammar_files import ENGINES, GrammarFile, accepts, check_file
+    from localagent.grammar_checks.files import ENGINES, GrammarFile, accepts, check_file
 
     grammar_file = GrammarFile.read(file)
     cases = read_cases(cases_path)

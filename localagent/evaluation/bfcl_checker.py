@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from localagent.bfcl import BfclCall, BfclFunction
+from localagent.evaluation.bfcl_functions import BfclCall, BfclFunction
 
 # One call from a reply: the function name and its arguments.
 ModelCall = tuple[str, dict[str, Any]]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from localagent.bfcl import BfclCall, BfclQuestion, load_answers, load_questions
 from localagent.errors import LocalagentError
+from localagent.evaluation.bfcl_functions import BfclCall, BfclQuestion, load_answers, load_questions
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
 _CHECKOUT = Path(__file__).resolve().parent.parent.parent

@@ -9,14 +9,14 @@ from typing import Literal
 
 from localagent.errors import LocalagentError
 from localagent.messages import NamedToolChoice, ToolChoice, describe_tool_choice
-from localagent.texttag.gbnf import lark_to_gbnf
-from localagent.texttag.schema_grammar import (
+from localagent.schema_grammar.compiler import (
     GrammarLimits,
     reachable_rules,
     render_rules,
     schema_rules,
     shared_rules,
 )
+from localagent.schema_grammar.gbnf import lark_to_gbnf
 from localagent.texttag.template import template_definitions
 from localagent.tools.spec import ToolSpec
 

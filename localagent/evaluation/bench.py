@@ -163,7 +163,7 @@ def _render(conversation: list[Message], specs: Sequence[ToolSpec]) -> str:
 
 def ten_tool_specs() -> list[ToolSpec]:
     """Ten real tool schemas from the BFCL data shipped with the tests, or made up when absent."""
-    from localagent.bfcl import bfcl_to_json_schema, load_questions
+    from localagent.evaluation.bfcl_functions import bfcl_to_json_schema, load_questions
 
     data = Path(__file__).resolve().parent.parent / "tests" / "external" / "bfcl" / "BFCL_v3_multiple.json"
     specs: list[ToolSpec] = []
@@ -251,7 +251,7 @@ def cold_start_seconds(model: ResolvedModel, disk_cache: bool = True) -> float:
     """
     code = (
         "import sys\n"
-        "from localagent.bench import first_token_in_this_process\n"
+        "from localagent.evaluation.bench import first_token_in_this_process\n"
         "first_token_in_this_process(sys.argv[1], sys.argv[2] == 'cache')\n"
     )
     started = time.perf_counter()

@@ -21,8 +21,9 @@ from lark import Lark
 from lark.exceptions import LarkError
 from llguidance.gbnf_to_lark import gbnf_to_lark
 
+from localagent.backends.llama_logs import captured_llama_output
 from localagent.errors import LocalagentError
-from localagent.grammar_check import (
+from localagent.grammar_checks.engines import (
     Engine,
     GrammarProblem,
     check_gbnf,
@@ -31,8 +32,7 @@ from localagent.grammar_check import (
     llama_vocab,
     llguidance_tokenizer,
 )
-from localagent.llama_logs import captured_llama_output
-from localagent.texttag.gbnf import GrammarExportError, lark_to_gbnf
+from localagent.schema_grammar.gbnf import GrammarExportError, lark_to_gbnf
 
 Syntax = Literal["lark", "gbnf"]
 ENGINES: tuple[Engine, ...] = ("lark", "llguidance", "gbnf")

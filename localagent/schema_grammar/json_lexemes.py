@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from localagent.texttag.regex_syntax import CharSet, Node, Repeat, literal, to_regex
-from localagent.texttag.regex_syntax import Concat as RegexConcat
+from localagent.schema_grammar.regex_syntax import CharSet, Node, Repeat, literal, to_regex
+from localagent.schema_grammar.regex_syntax import Concat as RegexConcat
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from localagent.texttag.schema_keywords import ANNOTATIONS, NoValue, SchemaGrammarError
+from localagent.schema_grammar.keywords import ANNOTATIONS, NoValue, SchemaGrammarError
 
 Note = Callable[[str, str], None]  # (where, message): records a keyword the result only approximates
 

@@ -17,8 +17,8 @@ import llguidance
 from lark import Lark
 from lark.exceptions import LarkError
 
+from localagent.backends.llama_logs import captured_llama_output
 from localagent.backends.vocabulary import build_tokenizer
-from localagent.llama_logs import captured_llama_output
 from localagent.models import DEFAULT_MODEL, resolve_model
 
 Engine = Literal["lark", "llguidance", "gbnf"]

@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from localagent.texttag.all_of import merge_all_of, resolve
-from localagent.texttag.integer_ranges import integer_range_regex
-from localagent.texttag.json_lexemes import (
+from localagent.schema_grammar.all_of import merge_all_of, resolve
+from localagent.schema_grammar.integer_ranges import integer_range_regex
+from localagent.schema_grammar.json_lexemes import (
     DEFAULT_LIMITS,
     INT_LIMIT,
     NUMBER_REGEX,
@@ -34,22 +34,7 @@ from localagent.texttag.json_lexemes import (
     sequence,
     shared_rules,
 )
-from localagent.texttag.object_rules import key_excluding, object_body
-from localagent.texttag.regex_syntax import (
-    JSON_RAW,
-    Node,
-    Repeat,
-    UnsupportedPattern,
-    bound_repeats,
-    full_match,
-    json_safe,
-    literal,
-    parse_regex,
-    to_regex,
-)
-from localagent.texttag.regex_syntax import Alt as RegexAlt
-from localagent.texttag.regex_syntax import Concat as RegexConcat
-from localagent.texttag.schema_keywords import (
+from localagent.schema_grammar.keywords import (
     ANNOTATIONS,
     APPLICATORS,
     ARRAY_KEYS,
@@ -67,6 +52,21 @@ from localagent.texttag.schema_keywords import (
     json_text,
     pointer,
 )
+from localagent.schema_grammar.object_rules import key_excluding, object_body
+from localagent.schema_grammar.regex_syntax import (
+    JSON_RAW,
+    Node,
+    Repeat,
+    UnsupportedPattern,
+    bound_repeats,
+    full_match,
+    json_safe,
+    literal,
+    parse_regex,
+    to_regex,
+)
+from localagent.schema_grammar.regex_syntax import Alt as RegexAlt
+from localagent.schema_grammar.regex_syntax import Concat as RegexConcat
 
 __all__ = [
     "GrammarLimits",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from localagent.texttag.json_lexemes import lark_literal, list_of, repeat
-from localagent.texttag.regex_syntax import JSON_RAW, CharSet, json_escape_char, to_regex
-from localagent.texttag.regex_syntax import Concat as RegexConcat
+from localagent.schema_grammar.json_lexemes import lark_literal, list_of, repeat
+from localagent.schema_grammar.regex_syntax import JSON_RAW, CharSet, json_escape_char, to_regex
+from localagent.schema_grammar.regex_syntax import Concat as RegexConcat
 
 
 def object_body(

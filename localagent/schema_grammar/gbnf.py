@@ -15,7 +15,7 @@ from lark.exceptions import LarkError
 from lark.grammar import NonTerminal, Terminal
 from lark.load_grammar import PatternRE, PatternStr, _literal_to_pattern, load_grammar
 
-from localagent.texttag.regex_syntax import CharSet, UnsupportedPattern, literal, parse_regex, to_gbnf
+from localagent.schema_grammar.regex_syntax import CharSet, UnsupportedPattern, literal, parse_regex, to_gbnf
 
 
 class GrammarExportError(ValueError):
