@@ -42,6 +42,13 @@ class ContentDelta(_Event):
     text: str
 
 
+class ReplyNote(_Event):
+    """A liberty the turn took reading a reply (a repaired argument, a dropped observation)."""
+
+    type: Literal["reply_note"] = "reply_note"
+    text: str
+
+
 class TurnFinished(_Event):
     type: Literal["turn_finished"] = "turn_finished"
     step: int
@@ -89,6 +96,7 @@ Event = Annotated[
     | TurnStarted
     | ReasoningDelta
     | ContentDelta
+    | ReplyNote
     | TurnFinished
     | FormatError
     | ToolStarted
@@ -97,8 +105,11 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 Delta = ReasoningDelta | ContentDelta
+TurnEvent = ReasoningDelta | ContentDelta | ReplyNote
 EventSink = Callable[[Event], None]
 DeltaSink = Callable[[Delta], None]
+# What a model turn may emit while it runs: the reply as it streams, and notes on how it was read.
+TurnEventSink = Callable[[TurnEvent], None]
 
 
 def ignore_event(event: Event) -> None:

@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from localagent import prompts
 from localagent.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.events import (
@@ -30,6 +31,7 @@ from localagent.messages import (
     Message,
     ToolChoice,
     ToolMessage,
+    ToolRequest,
     ToolRequests,
     Usage,
     UserMessage,
@@ -40,11 +42,6 @@ from localagent.tool_execution import Approver, ToolExecutor, deny_all
 from localagent.tools.base import Tool
 from localagent.transcript import Transcript
 from localagent.turn import ModelTurn
-
-WRAP_UP_RETRY = (
-    "Tool error: not run. The step limit is reached and tools are off. "
-    "Reply now with your Final Answer, using what you already know."
-)
 
 
 @dataclass(frozen=True)
@@ -80,13 +77,16 @@ class _RunState:
     format_errors: int = 0
     wrap_up_retried: bool = False
 
+    def stop(self, status: RunStatus, error: str) -> _Stop:
+        """The end of the run, with the newest answer the model gave."""
+        return _Stop(status, _last_answer(self.messages), error)
+
 
 class _Stop(Exception):
     def __init__(self, status: RunStatus, answer: str = "", error: str | None = None) -> None:
         super().__init__(error or status)
-        self.status: RunStatus = status
-        self.answer = answer
-        self.error = error
+        self.status: RunStatus
+        self.status, self.answer, self.error = status, answer, error
 
 
 class Runner:
@@ -105,57 +105,34 @@ class Runner:
         self.on_event = on_event
         self.approve = approve
         self.transcript = transcript
-        # What the transcript already holds, so a chat session's next run adds only its new messages.
-        self._transcribed: list[Message] = []
 
     def run(self, history: Sequence[Message], cancel: CancelToken | None = None) -> RunResult:
         """Run until a final answer or a stop; `history` ends with the user's task."""
         cancel = cancel or CancelToken()
-        state = _RunState(messages=[])
+        state = _RunState(messages=list(history))
+        limits = self.settings
         executor = ToolExecutor(
-            tools=self.tools,
-            on_event=self._emit,
-            approve=self.approve,
-            max_requests=self.settings.max_requests_per_step,
-            parallel=self.settings.parallel_tools,
+            self.tools, self._emit, self.approve, limits.max_requests_per_step, limits.parallel_tools
         )
         task = next((m.content for m in reversed(history) if isinstance(m, UserMessage)), "")
         self._emit(RunStarted(task=task, tools=sorted(self.tools), max_steps=self.settings.max_steps))
-        already = (
-            len(self._transcribed) if list(history[: len(self._transcribed)]) == self._transcribed else 0
-        )
-        self._transcribed = self._transcribed[:already]
-        for index, message in enumerate(history):
-            if index < already:
-                state.messages.append(message)
-            else:
-                self._append(state, message)
+        if self.transcript:
+            self.transcript.write_new_messages(history)
         outcome = _Stop("error", error="the run ended without a result")
         try:
             outcome = self._loop(state, executor, cancel)
         except _Stop as stop:
             outcome = stop
         except (Cancelled, KeyboardInterrupt) as interrupt:
-            outcome = _Stop("cancelled", _last_answer(state.messages), "cancelled by the user")
+            outcome = state.stop("cancelled", "cancelled by the user")
             if isinstance(interrupt, KeyboardInterrupt):
                 raise
-        except BackendError as error:
-            outcome = _Stop("error", _last_answer(state.messages), str(error))
         except Exception as error:  # noqa: BLE001 - a bug must still leave a transcript
-            if self.transcript:
-                self.transcript.write_note("crash", traceback=traceback.format_exc())
-            outcome = _Stop(
-                "error", _last_answer(state.messages), f"internal error: {type(error).__name__}: {error}"
-            )
+            outcome = self._failure(error, state)
         finally:
+            status, answer, error = outcome.status, outcome.answer, outcome.error
             self._emit(
-                RunFinished(
-                    status=outcome.status,
-                    answer=outcome.answer,
-                    steps=state.steps,
-                    usage=state.usage,
-                    error=outcome.error,
-                )
+                RunFinished(status=status, answer=answer, steps=state.steps, usage=state.usage, error=error)
             )
         return RunResult(
             outcome.status, outcome.answer, state.steps, state.messages, state.usage, outcome.error
@@ -177,12 +154,7 @@ class Runner:
                 return _Stop("final", result.content)
             if last:
                 for request in result.requests:
-                    self._append(
-                        state,
-                        ToolMessage(
-                            request_id=request.id, name=request.name, content=WRAP_UP_RETRY, is_error=True
-                        ),
-                    )
+                    self._append(state, _refused(request))
                 self._use_wrap_up_retry(state)
                 continue
             tool_messages = executor.run_step(result.requests, cancel)
@@ -193,10 +165,8 @@ class Runner:
             cancel.raise_if_cancelled()
             broken = executor.tool_with_failure_streak(self.settings.max_tool_failures)
             if broken:
-                raise _Stop(
-                    "tool_failures",
-                    _last_answer(state.messages),
-                    f"{broken} failed {self.settings.max_tool_failures} times in a row",
+                raise state.stop(
+                    "tool_failures", f"{broken} failed {self.settings.max_tool_failures} times in a row"
                 )
 
     def _take_turn(
@@ -205,11 +175,7 @@ class Runner:
         """The model's reply, already in the history; None when it was malformed and got feedback."""
         steps_left = self.settings.max_steps - state.steps
         self._emit(
-            TurnStarted(
-                step=state.steps,
-                tool_choice=describe_tool_choice(choice),
-                steps_left=steps_left,
-            )
+            TurnStarted(step=state.steps, tool_choice=describe_tool_choice(choice), steps_left=steps_left)
         )
         started = time.monotonic()
         try:
@@ -223,16 +189,12 @@ class Runner:
             self._append(state, AssistantMessage(content=error.raw))
             self._append(state, UserMessage(content=error.feedback, feedback=True))
             if state.format_errors >= self.settings.max_format_errors:
-                raise _Stop(
-                    "error",
-                    _last_answer(state.messages),
-                    f"the model gave {state.format_errors} malformed replies in a row; "
-                    f"last: {error.feedback}",
-                ) from None
+                count = state.format_errors
+                detail = f"the model gave {count} malformed replies in a row; last: {error.feedback}"
+                raise state.stop("error", detail) from None
             return None
         state.format_errors = 0
-        if result.usage:
-            state.usage = state.usage + result.usage
+        state.usage += result.usage or Usage()
         self._emit(
             TurnFinished(step=state.steps, kind=result.kind, seconds=_since(started), usage=result.usage)
         )
@@ -241,16 +203,18 @@ class Runner:
 
     def _use_wrap_up_retry(self, state: _RunState) -> None:
         if state.wrap_up_retried:
-            raise _Stop(
-                "max_steps",
-                _last_answer(state.messages),
-                f"no final answer within {self.settings.max_steps} steps",
-            )
+            raise state.stop("max_steps", f"no final answer within {self.settings.max_steps} steps")
         state.wrap_up_retried = True
+
+    def _failure(self, error: Exception, state: _RunState) -> _Stop:
+        if isinstance(error, BackendError):
+            return state.stop("error", str(error))
+        if self.transcript:
+            self.transcript.write_note("crash", traceback=traceback.format_exc())
+        return state.stop("error", f"internal error: {type(error).__name__}: {error}")
 
     def _append(self, state: _RunState, message: Message) -> None:
         state.messages.append(message)
-        self._transcribed.append(message)
         if self.transcript:
             self.transcript.write_message(message)
 
@@ -260,12 +224,13 @@ class Runner:
         self.on_event(event)
 
 
+def _refused(request: ToolRequest) -> ToolMessage:
+    """The answer to a call made when tools were already off."""
+    return ToolMessage(request_id=request.id, name=request.name, content=prompts.WRAP_UP_RETRY, is_error=True)
+
+
 def _with_steps_left(message: ToolMessage, steps_left: int) -> ToolMessage:
-    if steps_left == 1:
-        note = "[1 step left: tools are off for it. Write your Final Answer next.]"
-    else:
-        note = f"[{steps_left} steps left]"
-    return message.model_copy(update={"content": f"{message.content}\n{note}"})
+    return message.model_copy(update={"content": f"{message.content}\n{prompts.steps_left(steps_left)}"})
 
 
 def _last_answer(messages: Sequence[Message]) -> str:

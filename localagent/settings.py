@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from localagent import paths
 from localagent.errors import LocalagentError
 from localagent.models import DEFAULT_MODEL
 
@@ -22,42 +23,70 @@ class SettingsError(LocalagentError):
 
 
 class Settings(BaseModel):
+    """Every run setting and its default, in one place: the CLI's flags are generated from it
+    (cli/options.py), and the library's constructors take their defaults from it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(
-        DEFAULT_MODEL, description="model name from models.txt, a .gguf path, or script:FILE.json"
+        DEFAULT_MODEL,
+        description="Model: a name from models.txt, a .gguf path, or script:FILE.json. With --api-base, "
+        "the model name sent to the server. [default: the default model in models.txt]",
     )
     api_base: str | None = Field(
-        None, description="OpenAI-compatible API base URL; switches to a hosted backend"
+        None,
+        description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1: run on a server instead "
+        "of locally.",
     )
-    api_mode: Literal["chat", "completions"] = Field("chat", description="hosted protocol")
-    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable that holds the API key")
+    api_mode: Literal["chat", "completions"] = Field(
+        "chat",
+        description="With --api-base: native tool calls (chat) or a reply format under a grammar "
+        "(completions).",
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="Environment variable holding the API key.",
+        json_schema_extra={"metavar": "VAR"},
+    )
     grammar_field: Literal["gbnf", "lark", "none"] = Field(
-        "gbnf", description="how the completions mode sends the grammar"
+        "gbnf",
+        description="Completions mode: send the grammar as GBNF (llama.cpp), as Lark (vLLM), or not at all.",
     )
-    max_steps: int = Field(12, ge=1, le=200, description="turns before the run must answer")
-    tools: str | None = Field(None, description="comma-separated tool names or module:function specs")
-    max_tokens: int = Field(384, ge=16, le=32768, description="tokens per model turn")
-    temperature: float = Field(0.0, ge=0.0, le=2.0, description="0 is greedy")
-    top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
-    seed: int | None = Field(None, description="sampling seed")
-    n_ctx: int | None = Field(None, ge=256, le=1_048_576, description="local context window")
+    tool_format: Literal["auto", "react", "tool_call"] = Field(
+        "auto",
+        description="How a text model writes a tool call: react (Thought / Action / Action Input text "
+        "tags), tool_call (the model's own <tool_call> JSON in its chat template), or auto (tool_call "
+        "where the chat template lays out tools, else react).",
+    )
+    max_actions: int = Field(1, ge=1, le=16, description="Tool calls a text model may write in one reply.")
+    max_steps: int = Field(12, ge=1, le=200, description="Turns before the model must answer.")
+    tools: str | None = Field(
+        None,
+        description="Comma-separated tools: built-in names and module:function specs; 'default' is the "
+        "read-only set. [default: list_dir,read_file,search_text,calculator]",
+    )
+    max_tokens: int = Field(384, ge=16, le=32768, description="Tokens per model turn.")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy.")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    seed: int | None = Field(None, description="Sampling seed.")
+    n_ctx: int | None = Field(
+        None,
+        ge=256,
+        le=1_048_576,
+        description="Local context window in tokens. [default: the model's, at most 8192]",
+    )
     decoder: Literal["llguidance", "gbnf", "none"] = Field(
-        "llguidance", description="local constrained decoding: llguidance, llama.cpp's GBNF sampler, or none"
+        "llguidance",
+        description="Local decoding: llguidance masks, llama.cpp's GBNF sampler, or no grammar.",
     )
     disk_cache: bool = Field(
-        True, description="keep the instructions' KV snapshot and the vocabulary on disk for fast starts"
+        True, description="Keep the instructions' KV snapshot and the vocabulary on disk for fast starts."
     )
-    timeout: float = Field(60.0, gt=0, le=3600, description="seconds per HTTP request")
-    max_retries: int = Field(2, ge=0, le=10, description="HTTP retries on 429 and 5xx")
+    timeout: float = Field(60.0, gt=0, le=3600, description="Seconds per HTTP request.")
+    max_retries: int = Field(2, ge=0, le=10, description="HTTP retries on 429 and 5xx.")
 
 
 FIELDS = tuple(Settings.model_fields)
-
-
-def default_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "localagent" / "config.toml"
 
 
 def load_settings(
@@ -69,7 +98,7 @@ def load_settings(
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     explicit = config_path is not None
-    path = config_path or default_config_path()
+    path = config_path or paths.config_path()
     if path.exists() or explicit:
         values.update(_read_config(path))
     values.update(_from_environment(environ))

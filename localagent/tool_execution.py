@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from localagent import prompts
 from localagent.cancel import Cancelled, CancelToken
 from localagent.events import EventSink, ToolFinished, ToolStarted
 from localagent.messages import ToolMessage, ToolRequest
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 
 Approver = Callable[[Tool, ToolRequest], bool]
-REPEAT_NOTE = "(You already made this exact call; this is its earlier result. Do not repeat it.)"
 
 
 def deny_all(tool: Tool, request: ToolRequest) -> bool:
@@ -90,37 +90,26 @@ class ToolExecutor:
     def _check(self, request: ToolRequest, index: int) -> _Outcome | None:
         """An outcome decided without running the tool, or None when it should run."""
         if index >= self.max_requests:
-            return _Outcome(
-                f"Tool error: not run: at most {self.max_requests} tool calls are allowed in one step.", True
-            )
+            return _Outcome(prompts.too_many_calls(self.max_requests), True)
         if request.parse_error:
-            return _Outcome(f"Tool error: {request.parse_error}", True, counts_as_failure=True)
+            return _Outcome(prompts.tool_error(request.parse_error), True, counts_as_failure=True)
         tool = self.tools.get(request.name)
         if tool is None:
-            available = ", ".join(sorted(self.tools)) or "(none)"
             return _Outcome(
-                f"Tool error: unknown tool {request.name!r}. Available tools: {available}.",
-                True,
-                counts_as_failure=True,
+                prompts.unknown_tool(request.name, sorted(self.tools)), True, counts_as_failure=True
             )
         try:
             tool.validate(request.arguments or {})
         except InvalidArguments as error:
-            return _Outcome(
-                f"Tool error: invalid arguments for {request.name}: {error}", True, counts_as_failure=True
-            )
+            return _Outcome(prompts.invalid_arguments(request.name, str(error)), True, counts_as_failure=True)
         key = _call_key(request)
         if key in self._earlier_results and not tool.changes_files:
-            return _Outcome(f"{self._earlier_results[key]}\n{REPEAT_NOTE}", False, repeated=True)
+            return _Outcome(f"{self._earlier_results[key]}\n{prompts.REPEATED_CALL}", False, repeated=True)
         return None
 
     def _call_changing(self, tool: Tool, request: ToolRequest, cancel: CancelToken) -> _Outcome:
         if not self.approve(tool, request):
-            return _Outcome(
-                f"Tool error: the user did not approve {tool.name}; nothing was changed. "
-                "Do not retry it; continue without it or explain in your answer.",
-                True,
-            )
+            return _Outcome(prompts.not_approved(tool.name), True)
         outcome = self._call(request, cancel)
         # A change can make any earlier read stale.
         self._earlier_results.clear()
@@ -128,7 +117,7 @@ class ToolExecutor:
 
     def _call(self, request: ToolRequest, cancel: CancelToken) -> _Outcome:
         if cancel.cancelled:
-            return _Outcome("Tool error: cancelled before it ran.", True)
+            return _Outcome(prompts.CANCELLED_BEFORE, True)
         tool = self.tools[request.name]
         self.on_event(
             ToolStarted(
@@ -145,13 +134,13 @@ class ToolExecutor:
             if not tool.changes_files:
                 self._earlier_results[_call_key(request)] = content
         except Cancelled:
-            outcome = _Outcome("Tool error: cancelled while running.", True)
+            outcome = _Outcome(prompts.CANCELLED_WHILE, True)
         except ToolError as error:
-            outcome = _Outcome(f"Tool error: {error}", True, counts_as_failure=True)
+            outcome = _Outcome(prompts.tool_error(str(error)), True, counts_as_failure=True)
         except InvalidArguments as error:
-            outcome = _Outcome(f"Tool error: invalid arguments for {tool.name}: {error}", True, True)
+            outcome = _Outcome(prompts.invalid_arguments(tool.name, str(error)), True, True)
         except Exception as error:  # noqa: BLE001 - any tool bug becomes a message to the model
-            outcome = _Outcome(f"Tool error: {tool.name} failed: {_one_line(error)}", True, True)
+            outcome = _Outcome(prompts.tool_crashed(tool.name, _one_line(error)), True, True)
         outcome.ran = True
         self.on_event(_finished(request, outcome, time.monotonic() - started))
         return outcome
@@ -183,8 +172,8 @@ def _finished(request: ToolRequest, outcome: _Outcome, seconds: float) -> ToolFi
 def _repeat_of(first: _Outcome | None) -> _Outcome:
     assert first is not None
     if first.is_error:
-        return _Outcome("Tool error: not run: the same call earlier in this step failed.", True)
-    return _Outcome(f"{first.content}\n{REPEAT_NOTE}", False, repeated=True)
+        return _Outcome(prompts.REPEATED_FAILED_CALL, True)
+    return _Outcome(f"{first.content}\n{prompts.REPEATED_CALL}", False, repeated=True)
 
 
 def _call_key(request: ToolRequest) -> tuple[str, str]:

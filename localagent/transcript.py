@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -16,11 +17,21 @@ class Transcript:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] = path.open("a", encoding="utf-8")
+        self._messages: list[Message] = []
 
     def write_message(self, message: Message) -> None:
+        self._messages.append(message)
         self._write(
             {"type": "message", "at": time.time(), "message": MESSAGE.dump_python(message, mode="json")}
         )
+
+    def write_new_messages(self, history: Sequence[Message]) -> None:
+        """Write what of `history` this transcript does not hold yet: a chat session resends its
+        whole history with each task, and only the new messages are written."""
+        held = len(self._messages) if list(history[: len(self._messages)]) == self._messages else 0
+        del self._messages[held:]
+        for message in history[held:]:
+            self.write_message(message)
 
     def write_event(self, event: Event) -> None:
         if isinstance(event, ReasoningDelta | ContentDelta):

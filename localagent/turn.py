@@ -2,7 +2,8 @@
 
 A turn reads the history and returns either a final answer or tool requests. A reply the model got
 wrong in a way it can fix (unparsable text, output cut off, no call where one was required) raises
-`RecoverableTurnError`; the runner sends its feedback back to the model. `BackendError` means the
+`RecoverableTurnError`; the runner sends its feedback back to the model. While it runs, a turn may
+emit the reply as it streams and notes on how it was read (`on_event`). `BackendError` means the
 backend cannot go on; `Cancelled` means the cancel token fired.
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from localagent.cancel import CancelToken
-from localagent.events import DeltaSink
+from localagent.events import TurnEventSink
 from localagent.messages import Final, Message, ToolChoice, ToolRequests
 from localagent.tools.spec import ToolSpec
 
@@ -27,5 +28,5 @@ class ModelTurn(Protocol):
         tools: Sequence[ToolSpec],
         tool_choice: ToolChoice,
         cancel: CancelToken,
-        on_delta: DeltaSink | None = None,
+        on_event: TurnEventSink | None = None,
     ) -> Final | ToolRequests: ...

@@ -11,7 +11,10 @@ from localagent.backends.decoding import LlamaSession
 from localagent.backends.gguf_header import GGUFHeaderError, context_length
 from localagent.backends.guidance import Guidance
 from localagent.backends.llama_runtime import LoadSettings, load_llama
-from localagent.backends.local_texttag import LocalSettings, LocalTextTagTurn
+from localagent.backends.local_generator import LocalSettings
+from localagent.backends.local_turn import open_local_turn
+from localagent.backends.text_turn import TextTurn
+from localagent.backends.token_reuse import TokenReuse
 from localagent.cancel import CancelToken
 from localagent.messages import Message, SystemMessage, UserMessage
 from localagent.models import ResolvedModel, cache_dir
@@ -29,17 +32,18 @@ def tools(tmp_path: Path) -> list[Tool]:
     return select_tools(None, Workspace(tmp_path))
 
 
-def fresh_turn(model: Path, **settings: object) -> LocalTextTagTurn:
-    return LocalTextTagTurn(ResolvedModel(model, None), LoadSettings(n_ctx=2048), LocalSettings(**settings))  # type: ignore[arg-type]
+def fresh_turn(model: Path, **settings: object) -> TextTurn:
+    local = LocalSettings(**settings)  # type: ignore[arg-type]
+    return open_local_turn(ResolvedModel(model, None), LoadSettings(n_ctx=2048), local)
 
 
-def ask(turn: LocalTextTagTurn, tools: list[Tool], task: str) -> str:
-    messages: list[Message] = [
-        SystemMessage(content="You are a careful assistant."),
-        UserMessage(content=task),
-    ]
-    turn(messages, [t.spec for t in tools], "auto", CancelToken())
-    return turn.steps[-1].generation.text
+def conversation(task: str) -> list[Message]:
+    return [SystemMessage(content="You are a careful assistant."), UserMessage(content=task)]
+
+
+def ask(turn: TextTurn, tools: list[Tool], task: str) -> str:
+    turn(conversation(task), [t.spec for t in tools], "auto", CancelToken())
+    return turn.generator.steps[-1].generation.text
 
 
 def test_a_new_process_loads_the_instructions_instead_of_evaluating_them(
@@ -49,13 +53,14 @@ def test_a_new_process_loads_the_instructions_instead_of_evaluating_them(
     reply = ask(first, tools, "What is 2 + 2?")
     snapshots = list((private_home / "prompt-cache").glob("*.kv"))
     assert len(snapshots) == 1
-    assert first.steps[0].evaluated_prompt_tokens == first.steps[0].prompt_tokens
+    assert first.generator.steps[0].evaluated_prompt_tokens == first.generator.steps[0].prompt_tokens
 
     second = fresh_turn(tiny_model_plain, max_tokens=24)
     assert ask(second, tools, "What is 2 + 2?") == reply
-    record = second.steps[0]
-    instructions = len(second._instruction_tokens)
-    assert instructions > 300
+    record = second.generator.steps[0]
+    prompt = second.format.render(conversation("What is 2 + 2?"), [t.spec for t in tools])
+    instructions = len(TokenReuse(second.generator.session).tokens_for(prompt).fixed)
+    assert instructions > 100
     assert record.evaluated_prompt_tokens == record.prompt_tokens - instructions
 
 
@@ -67,7 +72,7 @@ def test_a_damaged_snapshot_is_evaluated_again_with_the_same_result(
     snapshot.write_bytes(snapshot.read_bytes()[:100])
     again = fresh_turn(tiny_model_plain, max_tokens=24)
     assert ask(again, tools, "Say hi.") == reply
-    assert again.steps[0].evaluated_prompt_tokens == again.steps[0].prompt_tokens
+    assert again.generator.steps[0].evaluated_prompt_tokens == again.generator.steps[0].prompt_tokens
 
 
 def test_without_the_disk_cache_nothing_is_written(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from localagent.backends.decoding import LlamaSession, Sampling
-from localagent.backends.local_texttag import LocalSettings, LocalTextTagTurn
+from localagent.backends.local_generator import LocalGenerator, LocalSettings
+from localagent.backends.local_turn import open_local_turn
+from localagent.backends.text_turn import TextTurn
 from localagent.cancel import CancelToken
 from localagent.errors import RecoverableTurnError
 from localagent.messages import (
@@ -60,9 +62,8 @@ TASKS = [
 ]
 
 
-def make_turn(model: ResolvedModel, **settings: object) -> LocalTextTagTurn:
-    turn = LocalTextTagTurn(model, settings=LocalSettings(**settings))  # type: ignore[arg-type]
-    return turn
+def make_turn(model: ResolvedModel, **settings: object) -> TextTurn:
+    return open_local_turn(model, settings=LocalSettings(**settings))  # type: ignore[arg-type]
 
 
 def start(task: str) -> list[Message]:
@@ -109,7 +110,7 @@ def test_thirty_tasks_under_the_grammar_all_give_a_valid_action_or_answer(
             f"no grammar (tolerant parser) {valid['no grammar']}/{len(TASKS)}"
         )
     assert failures == []
-    assert all(step.decoder == "llguidance" for step in constrained.steps)
+    assert all(step.decoder == "llguidance" for step in constrained.generator.steps)
 
 
 def test_each_step_evaluates_only_the_tokens_added_since_the_last(
@@ -128,8 +129,8 @@ def test_each_step_evaluates_only_the_tokens_added_since_the_last(
                 content = tools[request.name].run(request.arguments or {}, CancelToken())
                 messages.append(ToolMessage(request_id=request.id, name=request.name, content=content))
     assert isinstance(result, Final)
-    assert len(turn.steps) == 5
-    for record in turn.steps[1:]:
+    assert len(turn.generator.steps) == 5
+    for record in turn.generator.steps[1:]:
         assert record.new_prompt_tokens < record.prompt_tokens
         assert record.new_prompt_tokens <= record.evaluated_prompt_tokens <= record.new_prompt_tokens + 1
 
@@ -169,7 +170,7 @@ def test_cancel_between_tokens(embedded_model: ResolvedModel, default_tools: lis
 
     with pytest.raises(Cancelled):
         turn(start("Write a haiku about the sea."), [t.spec for t in default_tools], "none", cancel, on_delta)
-    assert turn.steps == [] or turn.steps[-1].generation.stop == "cancelled"
+    assert turn.generator.steps == [] or turn.generator.steps[-1].generation.stop == "cancelled"
 
 
 def prompt_for(task: str, tools: list[Tool], session: LlamaSession) -> list[int]:
@@ -221,17 +222,19 @@ def test_sampling_with_a_seed_is_reproducible_and_grammar_valid(
 def test_a_grammar_llguidance_rejects_falls_back_to_the_gbnf_sampler_and_says_so_once(
     embedded_model: ResolvedModel, default_tools: list[Tool]
 ) -> None:
-    from localagent.texttag.grammar import TextTagGrammar
+    from localagent.formats.base import ReplyGrammar
 
     notices: list[str] = []
-    turn = LocalTextTagTurn(embedded_model, settings=LocalSettings(max_tokens=24), notice=notices.append)
+    turn = open_local_turn(embedded_model, settings=LocalSettings(max_tokens=24), notice=notices.append)
+    generator = turn.generator
+    assert isinstance(generator, LocalGenerator)
     # Python's regex engine (lark) and GBNF take this answer rule; llguidance's Rust regex has no look-ahead.
     lark = 'start: "Thought: " /[a-z ]{1,40}(?=\\.)/ ".\\n"'
-    grammar = TextTagGrammar(lark=lark, tool_names=(), loose=())
+    grammar = ReplyGrammar(lark=lark, tool_names=(), loose=())
     grammar.__dict__["gbnf"] = 'root ::= "Thought: " [a-z ]{1,40} ".\\n"'
-    prompt = prompt_for("Say hello.", default_tools, turn.session)
-    first, decoder = turn._generate(prompt, grammar, CancelToken(), lambda text: None)
-    second, again = turn._generate(prompt, grammar, CancelToken(), lambda text: None)
+    prompt = prompt_for("Say hello.", default_tools, generator.session)
+    first, decoder = generator._generate(prompt, grammar, CancelToken(), lambda text: None, ())
+    second, again = generator._generate(prompt, grammar, CancelToken(), lambda text: None, ())
     assert (decoder, again) == ("gbnf", "gbnf")
     assert len(notices) == 1 and "llguidance cannot compile this grammar" in notices[0]
     assert first.text.startswith("Thought: ") and first.text == second.text

@@ -19,7 +19,7 @@ from localagent.backends.openai_chat import OpenAIChatTurn
 from localagent.backends.scripted import ScriptedTurn, ScriptItem
 from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from localagent.runner import Runner, RunnerSettings, RunResult
-from localagent.tool_execution import REPEAT_NOTE
+from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
 from localagent.tools.base import Tool
 from localagent.turn import ModelTurn
 
@@ -162,7 +162,7 @@ def test_the_last_step_turns_tools_off_and_the_model_answers(script: Script) -> 
     result = run(script, max_steps=2)
     assert (result.status, result.answer) == ("final", "5")
     assert script.tool_choices() == ["auto", "none"]
-    assert tool_messages(result.messages)[0].content.endswith("Write your Final Answer next.]")
+    assert tool_messages(result.messages)[0].content.endswith("Give your final answer next.]")
 
 
 def test_calls_at_the_last_step_are_refused_and_the_run_ends_at_max_steps(script: Script) -> None:

@@ -11,7 +11,8 @@ import pytest
 from openai_chunks import MODEL, completion_chunks
 from replay_server import ReplayServer
 
-from localagent.backends.openai_completions import STOPS, GrammarField, OpenAICompletionsTurn
+from localagent.backends.openai_completions import GrammarField, completions_turn
+from localagent.backends.text_turn import TextTurn
 from localagent.backends.openai_http import SamplingParams
 from localagent.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
@@ -39,14 +40,14 @@ ANSWER = "Thought: I know it.\nFinal Answer: 2 + 3 is 5.\n\n"
 UNLABELLED = 'I will add them.\nAction: add\nAction Input: {"a": 2, "b": 3}\n'
 
 
-def make_turn(replay: ReplayServer, field: GrammarField = "gbnf", **options: Any) -> OpenAICompletionsTurn:
+def make_turn(replay: ReplayServer, field: GrammarField = "gbnf", **options: Any) -> TextTurn:
     settings: dict[str, Any] = {"api_key": API_KEY, "timeout": 3.0, "max_retries": 0, **options}
     sampling = settings.pop("sampling", SamplingParams(max_tokens=96, temperature=0.0, top_p=1.0, seed=3))
-    return OpenAICompletionsTurn(replay.url, MODEL, grammar_field=field, sampling=sampling, **settings)
+    return completions_turn(replay.url, MODEL, grammar_field=field, sampling=sampling, **settings)
 
 
 def take_turn(
-    turn: OpenAICompletionsTurn,
+    turn: TextTurn,
     choice: Any = "auto",
     cancel: CancelToken | None = None,
     on_delta: Any = None,
@@ -92,7 +93,7 @@ def test_the_grammar_follows_the_tool_choice_and_is_built_once(replay: ReplaySer
     auto, none, auto_again = (body["grammar"] for body in replay.bodies)
     assert auto == auto_again and "Action" in auto
     assert "Action" not in none and "Final Answer" in none
-    assert turn.grammar_for([ADD.spec], "auto") is turn.grammar_for([ADD.spec], "auto")
+    assert turn.format.grammar([ADD.spec], "auto") is turn.format.grammar([ADD.spec], "auto")
 
 
 def test_without_a_grammar_the_reply_is_read_tolerantly_and_stops_before_an_observation(
@@ -103,7 +104,7 @@ def test_without_a_grammar_the_reply_is_read_tolerantly_and_stops_before_an_obse
     assert isinstance(result, ToolRequests)
     assert (result.reasoning, result.requests[0].arguments) == ("I will add them.", {"a": 2, "b": 3})
     body = replay.bodies[0]
-    assert body["stop"] == STOPS == ["\nObservation:", "\nQuestion:"]
+    assert body["stop"] == ["\nObservation:", "\nQuestion:"]
     assert "grammar" not in body and "structured_outputs" not in body
 
 

@@ -22,7 +22,7 @@ from localagent.messages import (
     UserMessage,
 )
 from localagent.runner import Runner, RunnerSettings
-from localagent.tool_execution import REPEAT_NOTE
+from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
 from localagent.tools.base import Tool, ToolError
 from localagent.transcript import Transcript, read_messages
 
@@ -202,7 +202,7 @@ def test_last_step_runs_with_tool_choice_none_and_steps_left_are_announced() -> 
     )
     assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "none"]
     notes = [m.content.splitlines()[-1] for m in tool_messages(result.messages)]
-    assert notes == ["[2 steps left]", "[1 step left: tools are off for it. Write your Final Answer next.]"]
+    assert notes == ["[2 steps left]", "[1 step left: tools are off for it. Give your final answer next.]"]
     assert (result.status, result.answer) == ("final", "3")
 
 

@@ -14,7 +14,7 @@ from lark import Lark
 
 from localagent.errors import RecoverableTurnError
 from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent.texttag import feedback
+from localagent import prompts
 from localagent.texttag.grammar import GrammarOptions, build_grammar
 from localagent.texttag.json_repair import JsonUnreadable, load_json, read_json_object
 from localagent.texttag.parser import ParsedReply, parse_reply, strict_parts
@@ -231,7 +231,7 @@ def test_strict_invalid_json_is_that_requests_parse_error(arguments: str, reason
     assert request.arguments is None
     assert request.raw_arguments == arguments
     assert request.parse_error == (
-        f"Invalid JSON arguments for tool calculator: {reason}. Write Action Input as one JSON object"
+        f"Invalid JSON arguments for tool calculator: {reason}. Write the arguments as one JSON object"
     )
 
 
@@ -298,8 +298,7 @@ def test_strict_parts_raises_unparsable_with_the_detail() -> None:
 
 CUT_OFF_256 = (
     "Format error: your reply was cut off at the 256-token limit before it was complete. "
-    "Write a shorter reply: one short Thought line, then an Action with compact arguments, "
-    "or a short Final Answer."
+    "Write a shorter reply: a short tool call with compact arguments, or a short answer."
 )
 
 
@@ -351,7 +350,7 @@ def test_required_tool_choice_answered_with_a_final_answer(mode: str) -> None:
     error = failure("Thought: I know it.\nFinal Answer: 4", "required", tolerant=mode == "tolerant")
     assert error.problem == "no_required_call"
     assert error.feedback == (
-        "Format error: a tool call is required now, not a final answer. "
+        "Format error: a tool call is required now, not an answer. "
         f"Call one of the tools. {ACTION_SHAPE}"
     )
 
@@ -362,7 +361,7 @@ def test_named_tool_choice_answered_with_a_final_answer(mode: str) -> None:
     error = failure("Thought: I know it.\nFinal Answer: 4", choice, tolerant=mode == "tolerant")
     assert error.problem == "no_required_call"
     assert error.feedback == (
-        "Format error: a tool call is required now, not a final answer. Call search. "
+        "Format error: a tool call is required now, not an answer. Call the tool search. "
         "Reply exactly like this:\n"
         "Thought: <one line: what you will do>\n"
         "Action: <one of: search>\n"
@@ -620,7 +619,7 @@ def test_tolerant_bare_string_for_a_tool_with_two_required_strings_is_an_error()
     assert request.arguments is None
     assert request.parse_error == (
         "Invalid JSON arguments for tool write_file: no JSON object (it must start with '{'). "
-        "Write Action Input as one JSON object"
+        "Write the arguments as one JSON object"
     )
 
 
@@ -646,7 +645,7 @@ def test_tolerant_unrepairable_json_is_that_requests_parse_error(arguments: str,
     (request,) = requests(tolerant(f"Thought: t\nAction: write_file\nAction Input: {arguments}"))
     assert request.arguments is None
     assert request.parse_error == (
-        f"Invalid JSON arguments for tool write_file: {reason}. Write Action Input as one JSON object"
+        f"Invalid JSON arguments for tool write_file: {reason}. Write the arguments as one JSON object"
     )
 
 
@@ -660,7 +659,7 @@ def test_tolerant_missing_input_tells_where_to_write_it() -> None:
 
 def test_tolerant_input_before_its_action_is_reported_missing() -> None:
     (request,) = requests(tolerant('Action Input: {"expression": "2+2"}\nAction: calculator'))
-    assert request.parse_error == feedback.missing_input("calculator")
+    assert request.parse_error == prompts.missing_input("calculator")
 
 
 def test_tolerant_action_line_without_a_tool_name_is_ignored_with_a_note() -> None:
@@ -849,13 +848,13 @@ def test_cut_at_observation(text: str, kept: str, note: str | None) -> None:
 
 
 def test_feedback_texts_say_exactly_what_to_write() -> None:
-    assert feedback.missing_input("search") == (
+    assert prompts.missing_input("search") == (
         "Action Input is missing after 'Action: search'; write it on the next line as a JSON object"
     )
-    assert feedback.invalid_json("search", "why") == (
-        "Invalid JSON arguments for tool search: why. Write Action Input as one JSON object"
+    assert prompts.invalid_json("search", "why") == (
+        "Invalid JSON arguments for tool search: why. Write the arguments as one JSON object"
     )
-    assert feedback.reply_format(["a", "b"]) == (
+    assert prompts.react_reply_shapes(["a", "b"]) == (
         "Reply exactly like this:\n"
         "Thought: <one line: what you will do>\n"
         "Action: <one of: a, b>\n"
@@ -864,13 +863,12 @@ def test_feedback_texts_say_exactly_what_to_write() -> None:
         "Thought: <one line>\n"
         "Final Answer: <your answer>"
     )
-    assert feedback.reply_format(["a", "b"], "none") == ANSWER_SHAPE
-    assert feedback.reply_format([], "auto") == ANSWER_SHAPE
-    assert feedback.reply_format(["a", "b"], NamedToolChoice(name="b")).endswith(
+    assert prompts.react_reply_shapes(["a", "b"], "none") == ANSWER_SHAPE
+    assert prompts.react_reply_shapes([], "auto") == ANSWER_SHAPE
+    assert prompts.react_reply_shapes(["a", "b"], NamedToolChoice(name="b")).endswith(
         "Action: <one of: b>\nAction Input: <the arguments as one JSON object on one line>"
     )
-    assert feedback.cut_off(None) == (
+    assert prompts.cut_off(None) == (
         "Format error: your reply was cut off at the token limit before it was complete. "
-        "Write a shorter reply: one short Thought line, then an Action with compact arguments, "
-        "or a short Final Answer."
+        "Write a shorter reply: a short tool call with compact arguments, or a short answer."
     )

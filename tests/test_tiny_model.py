@@ -16,7 +16,9 @@ import pytest
 
 from localagent.backends.decoding import Sampling
 from localagent.backends.llama_runtime import LoadSettings
-from localagent.backends.local_texttag import Decoder, LocalSettings, LocalTextTagTurn
+from localagent.backends.local_generator import Decoder, LocalSettings
+from localagent.backends.local_turn import open_local_turn
+from localagent.backends.text_turn import TextTurn
 from localagent.cancel import CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.messages import (
@@ -31,7 +33,7 @@ from localagent.messages import (
     assistant_message_for,
 )
 from localagent.models import ResolvedModel
-from localagent.texttag.render import ELIDED
+from localagent.prompts import ELIDED_OBSERVATION as ELIDED
 from localagent.tool_execution import ToolExecutor
 from localagent.tools import InvalidArguments, Tool, Workspace, select_tools
 
@@ -63,11 +65,11 @@ def tools(tmp_path: Path) -> list[Tool]:
     return select_tools(None, Workspace(tmp_path))
 
 
-def make_turn(model: Path, settings: LocalSettings, n_ctx: int = 2048) -> LocalTextTagTurn:
-    turn = LocalTextTagTurn(ResolvedModel(model, None), LoadSettings(n_ctx=n_ctx), settings)
+def make_turn(model: Path, settings: LocalSettings, n_ctx: int = 2048) -> TextTurn:
+    turn = open_local_turn(ResolvedModel(model, None), LoadSettings(n_ctx=n_ctx), settings)
     # load_llama leaves llama.cpp's batch threads at the core count; on a busy machine their spin
     # waits make every multi-token evaluation of this tiny model 10 to 100 times slower.
-    llama_cpp.llama_set_n_threads(turn.session.llama.ctx, 1, 1)
+    llama_cpp.llama_set_n_threads(turn.generator.session.llama.ctx, 1, 1)
     return turn
 
 
@@ -75,14 +77,14 @@ def start(task: str) -> list[Message]:
     return [SystemMessage(content=SYSTEM), UserMessage(content=task)]
 
 
-def held_tokens(turn: LocalTextTagTurn) -> list[int]:
+def held_tokens(turn: TextTurn) -> list[int]:
     """What the KV cache holds after a turn: the prompt the model saw, then its reply."""
-    llama = turn.session.llama
+    llama = turn.generator.session.llama
     return [int(token) for token in llama.input_ids[: llama.n_tokens]]
 
 
-def held_text(turn: LocalTextTagTurn) -> str:
-    return turn.session.llama.detokenize(held_tokens(turn), special=True).decode("utf-8", errors="replace")
+def held_text(turn: TextTurn) -> str:
+    return turn.generator.session.llama.detokenize(held_tokens(turn), special=True).decode("utf-8", errors="replace")
 
 
 def assert_well_formed(result: Final | ToolRequests, tools: list[Tool], choice: ToolChoice) -> None:
@@ -104,7 +106,7 @@ def assert_well_formed(result: Final | ToolRequests, tools: list[Tool], choice: 
 
 
 def run_steps(
-    turn: LocalTextTagTurn, tools: list[Tool], choices: list[ToolChoice], task: str
+    turn: TextTurn, tools: list[Tool], choices: list[ToolChoice], task: str
 ) -> Iterator[Final | ToolRequests]:
     """A run as the runner makes it: each reply and the real tools' results are appended."""
     executor = ToolExecutor({tool.name: tool for tool in tools}, on_event=lambda event: None)
@@ -129,9 +131,9 @@ def test_every_turn_is_a_valid_action_or_answer_whatever_the_weights(
             for choice in CHOICES:
                 result = turn(start(task), specs, choice, CancelToken())
                 assert_well_formed(result, tools, choice)
-                assert turn.steps[-1].generation.stop == "end"
+                assert turn.generator.steps[-1].generation.stop == "end"
                 kinds.add(type(result).__name__)
-        assert {step.decoder for step in turn.steps} == {decoder}
+        assert {step.decoder for step in turn.generator.steps} == {decoder}
     assert kinds == {"Final", "ToolRequests"}
 
 
@@ -152,7 +154,7 @@ def test_a_tiny_token_limit_gives_a_cut_off_error_never_an_unparsable_reply(
             except RecoverableTurnError as error:
                 assert error.problem == "cut_off"
                 assert f"{max_tokens}-token limit" in error.feedback
-                assert turn.steps[-1].generation.stop == "length"
+                assert turn.generator.steps[-1].generation.stop == "length"
                 cut_off += 1
             else:
                 assert_well_formed(result, tools, choice)
@@ -162,11 +164,11 @@ def test_a_tiny_token_limit_gives_a_cut_off_error_never_an_unparsable_reply(
 @pytest.mark.parametrize("tiny_model", ["plain"], indirect=True)
 def test_a_gguf_without_a_chat_template_gets_the_plain_prompt(tiny_model: Path, tools: list[Tool]) -> None:
     turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
-    assert turn.prompt_format == "plain"
+    assert turn.format.template is None
     turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "auto", CancelToken())
     tokens, text = held_tokens(turn), held_text(turn)
-    assert tokens[0] == turn.session.llama.token_bos()
-    assert text.startswith(f"<bos>{SYSTEM}\n\nYou answer the question by thinking step by step")
+    assert tokens[0] == turn.generator.session.llama.token_bos()
+    assert text.startswith(f"<bos>{SYSTEM}\n\nAnswer the question, using tools when they help.")
     assert "\n\nQuestion: What is 6 * 7?\nThought: " in text
     assert "<start_of_turn>" not in text
 
@@ -176,19 +178,19 @@ def test_a_gguf_with_a_chat_template_gets_its_prompt_through_the_template(
     tiny_model: Path, tools: list[Tool]
 ) -> None:
     turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
-    assert turn.prompt_format == "chat"
+    assert turn.format.template is not None
     turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "auto", CancelToken())
     tokens, text = held_tokens(turn), held_text(turn)
     # Gemma's way: no system turn; the system prompt and the instructions open the first user turn.
     assert text.startswith(
-        f"<bos><start_of_turn>user\n{SYSTEM}\n\nYou answer the question by thinking step by step"
+        f"<bos><start_of_turn>user\n{SYSTEM}\n\nAnswer the question, using tools when they help."
     )
     assert "\n\nQuestion: What is 6 * 7?<end_of_turn>\n<start_of_turn>model\nThought: " in text
     assert "system" not in text.split("\n", 1)[0]
     # The markers went in as the control tokens the model knows, not as their spelling in bytes.
-    [bos] = turn.session.tokenize("<bos>", bos=False, special=True)
-    [start_of_turn] = turn.session.tokenize("<start_of_turn>", bos=False, special=True)
-    [end_of_turn] = turn.session.tokenize("<end_of_turn>", bos=False, special=True)
+    [bos] = turn.generator.session.tokenize("<bos>", bos=False, special=True)
+    [start_of_turn] = turn.generator.session.tokenize("<start_of_turn>", bos=False, special=True)
+    [end_of_turn] = turn.generator.session.tokenize("<end_of_turn>", bos=False, special=True)
     assert tokens.count(bos) == 1
     assert tokens.count(start_of_turn) == 2
     assert tokens.count(end_of_turn) == 1
@@ -207,7 +209,7 @@ def test_a_chat_model_ends_its_turn_with_its_end_of_turn_marker_under_llguidance
     action = turn(start("What is 6 * 7?"), specs, NamedToolChoice(name="calculator"), CancelToken())
     assert isinstance(action, ToolRequests)
     assert len(action.requests) == 1
-    for step in turn.steps:
+    for step in turn.generator.steps:
         assert step.generation.stop == "end"
         assert step.generation.stats.generated_tokens < 200
 
@@ -220,14 +222,14 @@ def test_each_step_evaluates_only_the_tokens_added_since_the_last(
     choices: list[ToolChoice] = [NamedToolChoice(name="calculator")] * 3 + ["none"]
     results = list(run_steps(turn, tools, choices, "Compute 2 * 3, then that result times 4."))
     assert isinstance(results[-1], Final)
-    for step in turn.steps[1:]:
+    for step in turn.generator.steps[1:]:
         assert step.new_prompt_tokens < step.prompt_tokens / 5
         assert step.new_prompt_tokens <= step.evaluated_prompt_tokens <= step.new_prompt_tokens + 1
     if decoder == "llguidance":
         # The own loop's reply tokens are reused as generated. The plain prompt repeats the reply
         # exactly; Gemma's template trims it, so its final newline token is re-rendered after it.
-        trimmed = 1 if turn.prompt_format == "chat" else 0
-        for before, step in zip(turn.steps, turn.steps[1:], strict=False):
+        trimmed = 0 if turn.format.template is None else 1
+        for before, step in zip(turn.generator.steps, turn.generator.steps[1:], strict=False):
             reply = before.generation.stats.generated_tokens
             assert step.prompt_tokens == before.prompt_tokens + reply - trimmed + step.new_prompt_tokens
 
@@ -238,8 +240,10 @@ def test_a_long_run_elides_old_observations_to_fit_the_context(tiny_model: Path,
     read_file = next(tool for tool in tools if tool.name == "read_file")
     specs = [read_file.spec]
     messages = start("Read long.txt again and again.")
+    elided = []
     for _ in range(6):
         result = turn(messages, specs, NamedToolChoice(name="read_file"), CancelToken())
+        elided.append(held_text(turn).count(ELIDED))
         assert isinstance(result, ToolRequests)
         messages.append(assistant_message_for(result))
         # Random weights cannot name the file, so each request gets the long file's real contents.
@@ -247,8 +251,7 @@ def test_a_long_run_elides_old_observations_to_fit_the_context(tiny_model: Path,
         messages.extend(ToolMessage(request_id=r.id, name=r.name, content=content) for r in result.requests)
     answer = turn(messages, specs, "none", CancelToken())
     assert isinstance(answer, Final)
-    assert all(step.prompt_tokens <= n_ctx - max_tokens for step in turn.steps)
-    elided = [step.elided_observations for step in turn.steps]
+    assert all(step.prompt_tokens <= n_ctx - max_tokens for step in turn.generator.steps)
     assert elided == sorted(elided)
     assert elided[0] == 0 and elided[-1] >= 2
     text = held_text(turn)
@@ -263,7 +266,7 @@ def test_a_run_that_outgrows_the_context_with_every_observation_elided_is_a_clea
     turn = make_turn(tiny_model, LocalSettings(max_tokens=64), n_ctx=1024)
     # The question fits, but each step adds a reply and an elided observation's marker.
     messages = start("Summarize this: " + "the answer is not in this line of the file. " * 30)
-    with pytest.raises(BackendError, match=r"context window holds 1024; raise --n-ctx or shorten the task"):
+    with pytest.raises(BackendError, match=r"room for 960 beside the reply; raise --n-ctx or shorten the task"):
         for _ in range(20):
             result = turn(messages, [read_file.spec], NamedToolChoice(name="read_file"), CancelToken())
             assert isinstance(result, ToolRequests)
@@ -272,5 +275,5 @@ def test_a_run_that_outgrows_the_context_with_every_observation_elided_is_a_clea
             messages.extend(
                 ToolMessage(request_id=r.id, name=r.name, content=content) for r in result.requests
             )
-    assert len(turn.steps) >= 2
-    assert turn.steps[-1].elided_observations == len(turn.steps) - 1
+    assert len(turn.generator.steps) >= 2
+    assert held_text(turn).count(ELIDED) == len(turn.generator.steps) - 1

@@ -1,4 +1,4 @@
-"""Choosing the backend a run uses: a script, a hosted OpenAI-compatible API, or a local GGUF model."""
+"""Choosing the turn a run uses: a script, a hosted OpenAI-compatible API, or a local GGUF model."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ Notice = Callable[[str], None]
 def open_backend(
     settings: Settings, progress: Progress | None = None, notice: Notice | None = None
 ) -> ModelTurn:
-    """The backend the settings ask for; imports stay inside, so a hosted run never loads llama.cpp."""
+    """The turn the settings ask for; imports stay inside, so a hosted run never loads llama.cpp."""
     if settings.model.startswith("script:"):
         from localagent.backends.scripted import load_script
 
@@ -26,7 +26,8 @@ def open_backend(
         return _hosted(settings)
     from localagent.backends.decoding import Sampling
     from localagent.backends.llama_runtime import LoadSettings
-    from localagent.backends.local_texttag import LocalSettings, LocalTextTagTurn
+    from localagent.backends.local_generator import LocalSettings
+    from localagent.backends.local_turn import open_local_turn
 
     model = resolve_model(settings.model, progress)
     local = LocalSettings(
@@ -36,7 +37,9 @@ def open_backend(
         disk_cache=settings.disk_cache,
     )
     load = LoadSettings(n_ctx=settings.n_ctx, seed=settings.seed or 0)
-    return LocalTextTagTurn(model, load, local, notice)
+    return open_local_turn(
+        model, load, local, notice, tool_format=settings.tool_format, max_actions=settings.max_actions
+    )
 
 
 def api_key(settings: Settings) -> str:
@@ -58,9 +61,31 @@ def _hosted(settings: Settings) -> ModelTurn:
         "sampling": sampling,
     }
     if settings.api_mode == "completions":
-        from localagent.backends.openai_completions import OpenAICompletionsTurn
+        from localagent.backends.local_turn import choose_format
+        from localagent.backends.openai_completions import completions_turn
 
-        return OpenAICompletionsTurn(grammar_field=settings.grammar_field, **common)
+        template = _local_chat_template(settings.model)
+        reply_format = choose_format(settings.tool_format, template, settings.max_actions, settings.model)
+        return completions_turn(reply_format=reply_format, grammar_field=settings.grammar_field, **common)
     from localagent.backends.openai_chat import OpenAIChatTurn
 
     return OpenAIChatTurn(**common)
+
+
+def _local_chat_template(model: str) -> Any:
+    """The chat template of the model the server runs, when it is installed here too (by name or
+    path); the prompt is then laid out as the local engine would. Otherwise plain text tags."""
+    from localagent.backends.gguf_header import GGUFHeaderError, chat_template
+    from localagent.errors import LocalagentError
+    from localagent.formats.chat_template import ChatTemplate
+    from localagent.models import load_registry
+
+    entry = load_registry().get(model)
+    if entry is not None and entry.prompt_format != "chat":
+        return None
+    try:
+        path = resolve_model(model).path
+        found = chat_template(path)
+    except (LocalagentError, OSError, GGUFHeaderError):
+        return None
+    return ChatTemplate(*found) if found else None

@@ -16,9 +16,9 @@ import openai
 from openai import Stream
 from openai.types.chat import ChatCompletionChunk
 
+from localagent import prompts
 from localagent.backends.openai_http import (
     DEFAULT_KEY_ENV,
-    INTERRUPTED_FEEDBACK,
     ErrorContext,
     SamplingParams,
     backend_error,
@@ -29,7 +29,8 @@ from localagent.backends.openai_http import (
 from localagent.backends.openai_stream import StreamedReply, completion_as_chunk, sum_usage
 from localagent.cancel import CancelToken
 from localagent.errors import RecoverableTurnError
-from localagent.events import DeltaSink
+from localagent.events import DeltaSink, TurnEventSink
+from localagent.feedback import call_required, chat_result, native_reply_shapes
 from localagent.messages import (
     AssistantMessage,
     Final,
@@ -39,13 +40,9 @@ from localagent.messages import (
     ToolChoice,
     ToolMessage,
     ToolRequests,
-    Usage,
     UserMessage,
 )
 from localagent.tools.spec import ToolSpec
-
-MISSING_RESULT = "Tool error: no result: the call was not run."
-
 
 # --- history -> request ---------------------------------------------------------------------------
 
@@ -61,7 +58,7 @@ def to_openai_messages(messages: Sequence[Message], no_text: str | None = None) 
 
     def answer_the_rest() -> None:
         for request_id in unanswered:
-            converted.append({"role": "tool", "tool_call_id": request_id, "content": MISSING_RESULT})
+            converted.append({"role": "tool", "tool_call_id": request_id, "content": prompts.MISSING_RESULT})
         unanswered.clear()
 
     for message in messages:
@@ -71,7 +68,7 @@ def to_openai_messages(messages: Sequence[Message], no_text: str | None = None) 
                     {"role": "tool", "tool_call_id": message.request_id, "content": message.content}
                 )
             else:  # answers no open call: the API would reject it as a tool message, so keep it as text
-                text = f"Result of {message.name} ({message.request_id}): {message.content}"
+                text = prompts.unanswered_result(message.name, message.request_id, message.content)
                 converted.append({"role": "user", "content": text})
             continue
         answer_the_rest()
@@ -111,27 +108,6 @@ def to_openai_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
 # --- the turn ---------------------------------------------------------------------------------------
 
 
-def _cut_off_feedback(reply: StreamedReply) -> str:
-    if reply.has_calls:
-        return (
-            "Your reply was cut off at the token limit while writing a tool call, so nothing was run. "
-            "Call the tool again with shorter arguments (split long content over several calls)."
-        )
-    return (
-        "Your reply was cut off at the token limit. "
-        "Write a shorter answer, or call a tool with shorter arguments."
-    )
-
-
-EMPTY_FEEDBACK = "Your reply was empty. Call a tool, or write your final answer as text."
-
-
-def _required_call_note(choice: ToolChoice) -> str:
-    if isinstance(choice, NamedToolChoice):
-        return f"A call to the tool {choice.name} is required now. Reply with that tool call, not with text."
-    return "A tool call is required now. Reply with a call to one of your tools, not with text."
-
-
 class OpenAIChatTurn:
     """ModelTurn over `POST {base_url}/chat/completions` with `stream=True` and native tool calls."""
 
@@ -163,24 +139,31 @@ class OpenAIChatTurn:
         tools: Sequence[ToolSpec],
         tool_choice: ToolChoice,
         cancel: CancelToken,
-        on_delta: DeltaSink | None = None,
+        on_event: TurnEventSink | None = None,
     ) -> Final | ToolRequests:
         history = to_openai_messages(messages, self._no_text)
-        reply = self._request(history, tools, tool_choice, cancel, on_delta)
+        reply = self._request(history, tools, tool_choice, cancel, on_event)
         usage = reply.usage
-        if tool_choice not in ("auto", "none") and reply.complete and not reply.has_calls:
+        if call_required(tool_choice) and reply.complete and not reply.has_calls:
             # Ask once more, within this turn, before calling it a malformed reply.
             history += [
                 {"role": "assistant", "content": reply.content},
-                {"role": "user", "content": _required_call_note(tool_choice)},
+                {"role": "user", "content": native_reply_shapes(tool_choice)},
             ]
-            reply = self._request(history, tools, tool_choice, cancel, on_delta)
+            reply = self._request(history, tools, tool_choice, cancel, on_event)
             usage = sum_usage(usage, reply.usage)
-            if reply.complete and not reply.has_calls:
-                raise RecoverableTurnError(
-                    _required_call_note(tool_choice), reply.content, "no_required_call"
-                )
-        return _result(reply, usage)
+        if not reply.complete and reply.finish_reason != "length":
+            raise RecoverableTurnError(prompts.INTERRUPTED, reply.partial_text(), "cut_off")
+        return chat_result(
+            reply.content,
+            reply.reasoning or None,
+            reply.requests() if reply.has_calls else [],
+            tool_choice,
+            cut_off=reply.finish_reason == "length",
+            token_limit=self.sampling.max_tokens,
+            usage=usage,
+            partial=reply.partial_text(),
+        )
 
     def close(self) -> None:
         """Release the pooled connections."""
@@ -269,17 +252,3 @@ class OpenAIChatTurn:
 
         read_stream(open_reply, reply.add, cancel, self._where)
         return reply
-
-
-def _result(reply: StreamedReply, usage: Usage | None) -> Final | ToolRequests:
-    if reply.finish_reason == "length":
-        raise RecoverableTurnError(_cut_off_feedback(reply), reply.partial_text(), "cut_off")
-    if not reply.complete:
-        raise RecoverableTurnError(INTERRUPTED_FEEDBACK, reply.partial_text(), "cut_off")
-    reasoning = reply.reasoning or None
-    if reply.has_calls:
-        requests = reply.requests()
-        return ToolRequests(requests=requests, content=reply.content, reasoning=reasoning, usage=usage)
-    if not reply.content.strip():
-        raise RecoverableTurnError(EMPTY_FEEDBACK, reply.content, "empty")
-    return Final(content=reply.content, reasoning=reasoning, usage=usage)

@@ -1,8 +1,8 @@
-"""The text-tag turn over an OpenAI-compatible `POST {base_url}/completions` endpoint, streamed.
+"""Generating a reply over an OpenAI-compatible `POST {base_url}/completions` endpoint, streamed.
 
-The prompt is the plain text-tag prompt the local engine uses, and the reply is read by the same
-parser, so a model behaves here as it does on the laptop. The grammar for the turn's tools and tool
-choice goes where the server takes one (`grammar_field`):
+The prompt is the one the local engine would see, and the reply is read by the same format, so a
+model behaves here as it does on the laptop. The grammar for the turn's tools and tool choice goes
+where the server takes one (`grammar_field`):
 
 - `gbnf`: `"grammar": <GBNF>` in the body, for llama.cpp's `llama-server` and llama-cpp-python's
   `python -m llama_cpp.server`.
@@ -10,8 +10,6 @@ choice goes where the server takes one (`grammar_field`):
   structured-outputs backend (which reads Lark). vLLM before 0.12 took `"guided_grammar"` instead.
 - `none`: no grammar. The reply is read by the tolerant parser, and generation stops before the
   model can invent an observation (or the next question).
-
-With a grammar the reply is parsed strictly: the grammar already made it well-formed.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ from openai.types import Completion
 
 from localagent.backends.openai_http import (
     DEFAULT_KEY_ENV,
-    INTERRUPTED_FEEDBACK,
     ErrorContext,
     SamplingParams,
     backend_error,
@@ -35,87 +32,78 @@ from localagent.backends.openai_http import (
     server_message,
 )
 from localagent.backends.openai_stream import StreamedText
+from localagent.backends.reply import Reply
+from localagent.backends.text_turn import TextTurn
 from localagent.cancel import CancelToken
-from localagent.errors import BackendError, RecoverableTurnError
-from localagent.events import DeltaSink
-from localagent.messages import Final, Message, ToolChoice, ToolRequests
-from localagent.texttag.grammar import GrammarCache, GrammarOptions, TextTagGrammar
-from localagent.texttag.parser import parse_reply
-from localagent.texttag.render import UNCONSTRAINED_STOPS, prompt_turns, render_plain
-from localagent.texttag.stream import ReplyStream
-from localagent.tools.spec import ToolSpec
+from localagent.errors import BackendError
+from localagent.formats.base import Prompt, ReplyFormat, ReplyGrammar, TextSink
+from localagent.formats.react import ReactFormat
 
 GrammarField = Literal["gbnf", "lark", "none"]
-STOPS = list(UNCONSTRAINED_STOPS)
 _FIELD_NAMES = {"gbnf": "grammar", "lark": "structured_outputs"}
 
 
-class OpenAICompletionsTurn:
-    """ModelTurn over `/completions` with `stream=True`: text tags, constrained where the server can."""
+def completions_turn(
+    base_url: str, model: str, reply_format: ReplyFormat | None = None, **options: Any
+) -> TextTurn:
+    """The text turn over `/completions`; plain text tags unless another reply format is given."""
+    generator = CompletionsGenerator(base_url, model, **options)
+    return TextTurn(generator, reply_format or ReactFormat(), f"openai-completions:{model}")
+
+
+class CompletionsGenerator:
+    """A TextGenerator over `/completions` with `stream=True`, constrained where the server can be."""
 
     def __init__(
         self,
         base_url: str,
         model: str,
         api_key: str = "",
-        timeout: float = 300.0,
+        timeout: float = 60.0,
         max_retries: int = 2,
         grammar_field: GrammarField = "gbnf",
         sampling: SamplingParams | None = None,
-        max_actions: int = 8,
         extra_body: dict[str, Any] | None = None,
         api_key_env: str = DEFAULT_KEY_ENV,
     ) -> None:
-        self.name = f"openai-completions:{model}"
         self.model = model
         self.grammar_field = grammar_field
+        self.constrained = grammar_field != "none"
         self.sampling = sampling or SamplingParams()
-        self.max_actions = max_actions
+        self.max_tokens = self.sampling.max_tokens
         self.extra_body = dict(extra_body or {})
         self._where = ErrorContext(base_url.rstrip("/"), model, api_key, timeout, max_retries, api_key_env)
         self._client = make_openai_client(base_url, api_key, timeout, max_retries)
-        self._grammars = GrammarCache(GrammarOptions(max_actions=max_actions, prompt_format="plain"))
         self._refused_options: set[str] = set()
 
-    def __call__(
+    def generate(
         self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
+        prompt: Prompt,
+        grammar: ReplyGrammar | None,
         cancel: CancelToken,
-        on_delta: DeltaSink | None = None,
-    ) -> Final | ToolRequests:
-        cancel.raise_if_cancelled()
-        grammar = None if self.grammar_field == "none" else self.grammar_for(tools, tool_choice)
-        prompt = render_plain(prompt_turns(messages, tools, plain=True))
-        reply = self._request(prompt, grammar, cancel, on_delta)
-        cut_off = reply.finish_reason == "length"
+        on_text: TextSink,
+        stops: Sequence[str] = (),
+    ) -> Reply:
+        reply = self._request(prompt.text, grammar, stops, cancel, on_text)
         if not reply.complete:
-            raise RecoverableTurnError(INTERRUPTED_FEEDBACK, reply.text, "cut_off")
-        parsed = parse_reply(
-            reply.text,
-            tools,
-            tool_choice,
-            tolerant=grammar is None,
-            cut_off=cut_off,
-            token_limit=self.sampling.max_tokens,
-        )
-        return parsed.result.model_copy(update={"usage": reply.usage})
-
-    def grammar_for(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> TextTagGrammar:
-        """The grammar for this tool set and choice, built once per instance."""
-        return self._grammars.get(tools, tool_choice)
+            return Reply(reply.text, "interrupted", reply.usage)
+        return Reply(reply.text, "length" if reply.finish_reason == "length" else "end", reply.usage)
 
     def close(self) -> None:
         """Release the pooled connections."""
         self._client.close()
 
     def _request(
-        self, prompt: str, grammar: TextTagGrammar | None, cancel: CancelToken, on_delta: DeltaSink | None
+        self,
+        prompt: str,
+        grammar: ReplyGrammar | None,
+        stops: Sequence[str],
+        cancel: CancelToken,
+        on_text: TextSink,
     ) -> StreamedText:
         while True:
-            params = self._params(prompt, grammar)
-            reply = StreamedText(ReplyStream(on_delta).feed)
+            params = self._params(prompt, grammar, stops)
+            reply = StreamedText(on_text)
 
             def open_stream(params: dict[str, Any] = params) -> Stream[Completion]:
                 return self._client.completions.create(**params)
@@ -132,13 +120,14 @@ class OpenAICompletionsTurn:
                 raise backend_error(error, self._where) from None
             return reply
 
-    def _params(self, prompt: str, grammar: TextTagGrammar | None) -> dict[str, Any]:
+    def _params(self, prompt: str, grammar: ReplyGrammar | None, stops: Sequence[str]) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.model, "prompt": prompt, "stream": True}
         options = {"stream_options": {"include_usage": True}, **self.sampling.as_params()}
         params.update((name, value) for name, value in options.items() if name not in self._refused_options)
         extra_body = dict(self.extra_body)
         if grammar is None:
-            params["stop"] = STOPS
+            if stops:
+                params["stop"] = list(stops)
         elif self.grammar_field == "gbnf":
             extra_body["grammar"] = grammar.gbnf
         else:

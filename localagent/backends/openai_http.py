@@ -26,10 +26,6 @@ from localagent.errors import BackendError
 # Servers that need no key (llama.cpp, vLLM) still get one: the SDK refuses to start without it.
 PLACEHOLDER_API_KEY = "no-key"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-INTERRUPTED_FEEDBACK = (
-    "Your reply was interrupted before it was complete (the connection to the model dropped), "
-    "so nothing was run. Send your reply again."
-)
 
 # Parameters a server may refuse by name (reasoning models refuse sampling); dropped once refused.
 OPTIONAL_PARAMS = ("stream_options", "max_tokens", "temperature", "top_p", "seed")

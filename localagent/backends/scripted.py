@@ -15,16 +15,15 @@ from typing import Any
 
 from localagent.backends.arguments import parse_tool_call
 from localagent.cancel import CancelToken
-from localagent.errors import BackendError, LocalagentError, RecoverableTurnError
-from localagent.events import ContentDelta, DeltaSink, ReasoningDelta
+from localagent.errors import BackendError, LocalagentError
+from localagent.events import ContentDelta, ReasoningDelta, TurnEventSink
+from localagent.feedback import chat_result
 from localagent.messages import (
     Final,
     Message,
-    NamedToolChoice,
     ToolChoice,
     ToolRequests,
 )
-from localagent.texttag import feedback
 from localagent.texttag.parser import parse_reply
 from localagent.tools.spec import ToolSpec
 
@@ -57,7 +56,7 @@ class ScriptedTurn:
         tools: Sequence[ToolSpec],
         tool_choice: ToolChoice,
         cancel: CancelToken,
-        on_delta: DeltaSink | None = None,
+        on_event: TurnEventSink | None = None,
     ) -> Final | ToolRequests:
         cancel.raise_if_cancelled()
         self.calls.append(RecordedTurn(list(messages), [t.name for t in tools], tool_choice))
@@ -72,11 +71,11 @@ class ScriptedTurn:
             result = parsed.result
         else:
             result = self._chat_turn(item, tools, tool_choice)
-        if on_delta:
+        if on_event:
             if result.reasoning:
-                on_delta(ReasoningDelta(text=result.reasoning))
+                on_event(ReasoningDelta(text=result.reasoning))
             if result.content:
-                on_delta(ContentDelta(text=result.content))
+                on_event(ContentDelta(text=result.content))
         return result
 
     def _chat_turn(
@@ -89,18 +88,7 @@ class ScriptedTurn:
             parse_tool_call(str(call.get("id") or self._new_id()), str(call["name"]), _raw(call))
             for call in calls
         ]
-        if requests:
-            return ToolRequests(requests=requests, content=content, reasoning=reasoning)
-        names = [tool.name for tool in tools]
-        if tool_choice == "required" or isinstance(tool_choice, NamedToolChoice):
-            raise RecoverableTurnError(
-                feedback.required_call(names, tool_choice), content, "no_required_call"
-            )
-        if not content.strip():
-            raise RecoverableTurnError(
-                feedback.unparsable("the reply is empty", names, tool_choice), "", "empty"
-            )
-        return Final(content=content, reasoning=reasoning)
+        return chat_result(content, reasoning, requests, tool_choice)
 
     def _new_id(self) -> str:
         self._next_id += 1

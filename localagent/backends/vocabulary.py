@@ -18,6 +18,8 @@ from llguidance import LLTokenizer
 from localagent.backends.llama_runtime import model_identity
 
 _PIECE_ROOM = 1024
+# Part of the cache key: bump it when the way pieces are read changes.
+_LAYOUT = "2"
 # llguidance's marker for a special token, as in llguidance.llamacpp.lltokenizer_from_vocab.
 _SPECIAL = b"\xff"
 
@@ -53,15 +55,16 @@ def _read(vocab: llama_cpp.llama_vocab_p) -> list[bytes]:
         size = llama_cpp.llama_token_to_piece(vocab, token, buffer, _PIECE_ROOM, 0, True)
         piece = buffer[: max(size, 0)]
         attributes = llama_cpp.llama_vocab_get_attr(vocab, token)
+        # User-defined tokens (Qwen's <tool_call>, Gemma's <table>) are text: llama.cpp's tokenizer
+        # produces them from plain text, so a grammar's literal text may use them.
         control = attributes & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
-        user_defined = attributes & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
-        looks_special = user_defined and piece[:1] == b"<" and piece[-1:] == b">"
-        pieces.append(_SPECIAL + piece if control or looks_special else piece)
+        pieces.append(_SPECIAL + piece if control else piece)
     return pieces
 
 
 def _path(cache: Path, model_path: Path) -> Path:
-    return cache / (hashlib.sha256(model_identity(model_path).encode()).hexdigest()[:32] + ".npz")
+    key = f"{_LAYOUT}|{model_identity(model_path)}"
+    return cache / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".npz")
 
 
 def _cached(cache: Path, model_path: Path) -> tuple[list[bytes], list[int]] | None:

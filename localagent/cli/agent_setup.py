@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import click
 
+from localagent import paths, prompts
 from localagent.backends.factory import open_backend
 from localagent.cli.approval import TerminalApprover
 from localagent.cli.display import RunDisplay
@@ -33,13 +33,8 @@ WORKSPACE_OPTION = click.option(
 YES_OPTION = click.option("--yes", "-y", is_flag=True, help="Approve file changes without asking.")
 
 
-def transcripts_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "localagent" / "transcripts"
-
-
 def agent_instructions(workspace: Path) -> str:
-    return f"You are a careful assistant. You work in the directory {workspace}. Use a tool when it helps."
+    return prompts.system_prompt(str(workspace))
 
 
 @dataclass
@@ -67,7 +62,7 @@ def open_agent(
         progress.stage(f"loading {settings.model}")
     backend = open_backend(settings, progress.model_assembly, display.notice if show else None)
     progress.done()
-    path = transcript or default_transcript_path(transcripts_dir())
+    path = transcript or default_transcript_path(paths.transcripts_dir())
     try:
         record = Transcript(path)
     except OSError as error:

@@ -1,22 +1,29 @@
-"""Options shared by the commands that run a model, and turning them into Settings."""
+"""The flags of the commands that run a model, generated from the Settings model, and turning them
+back into Settings. Names, types, choices, help and defaults all come from localagent/settings.py."""
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from pydantic.fields import FieldInfo
 
 from localagent.settings import Settings, load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
-SETTING_FLAGS = (
+# The settings a flag can set; the rest come from the environment and the config file only.
+FLAG_SETTINGS = (
     "model",
     "api_base",
     "api_mode",
     "api_key_env",
     "grammar_field",
+    "tool_format",
+    "max_actions",
     "max_steps",
     "tools",
     "max_tokens",
@@ -27,70 +34,62 @@ SETTING_FLAGS = (
     "decoder",
     "timeout",
 )
+SHORT_FLAGS = {"model": "-m"}
+
+
+def setting_option(name: str) -> Callable[[F], F]:
+    """A flag for one setting; it defaults to None so the environment and the config file can fill it."""
+    field = Settings.model_fields[name]
+    flags = [f"--{name.replace('_', '-')}", *([SHORT_FLAGS[name]] if name in SHORT_FLAGS else [])]
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    return click.option(
+        *flags,
+        name,
+        type=_click_type(field),
+        metavar=extra.get("metavar"),
+        help=_help(field),
+    )
 
 
 def backend_options(function: F) -> F:
-    """Every flag defaults to None so that the environment and the config file can fill it."""
-    options = [
-        click.option(
-            "--model",
-            "-m",
-            help="Model: a name from models.txt, a .gguf path, or script:FILE.json. "
-            "With --api-base, the model name sent to the server. [default: the embedded model]",
-        ),
-        click.option(
-            "--api-base",
-            help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1: run on a "
-            "server instead of locally.",
-        ),
-        click.option(
-            "--api-mode",
-            type=click.Choice(["chat", "completions"]),
-            help="With --api-base: native tool calls (chat) or text tags (completions). [default: chat]",
-        ),
-        click.option(
-            "--api-key-env",
-            metavar="VAR",
-            help="Environment variable holding the API key. [default: OPENAI_API_KEY]",
-        ),
-        click.option(
-            "--grammar-field",
-            type=click.Choice(["gbnf", "lark", "none"]),
-            help="Completions mode: send the grammar as GBNF (llama.cpp), as Lark (vLLM), or not at all. "
-            "[default: gbnf]",
-        ),
-        click.option("--max-steps", type=int, help="Turns before the model must answer. [default: 12]"),
-        click.option(
-            "--tools",
-            help="Comma-separated tools: built-in names and module:function specs; "
-            "'default' is the read-only set. [default: list_dir,read_file,search_text,calculator]",
-        ),
-        click.option("--max-tokens", type=int, help="Tokens per model turn. [default: 384]"),
-        click.option("--temperature", type=float, help="Sampling temperature; 0 is greedy. [default: 0]"),
-        click.option("--top-p", type=float, help="Nucleus sampling mass. [default: 1]"),
-        click.option("--seed", type=int, help="Sampling seed."),
-        click.option(
-            "--n-ctx", type=int, help="Local context window in tokens. [default: the model's, at most 8192]"
-        ),
-        click.option(
-            "--decoder",
-            type=click.Choice(["llguidance", "gbnf", "none"]),
-            help="Local decoding: llguidance masks, llama.cpp's GBNF sampler, or no grammar. "
-            "[default: llguidance]",
-        ),
-        click.option("--timeout", type=float, help="Seconds per HTTP request. [default: 60]"),
+    options = [setting_option(name) for name in FLAG_SETTINGS]
+    options.append(
         click.option(
             "--config",
             "config_path",
             type=click.Path(path_type=Path, dir_okay=False),
             help="Config file. [default: ~/.config/localagent/config.toml]",
-        ),
-    ]
+        )
+    )
     for option in reversed(options):
         function = option(function)
     return function
 
 
 def settings_from(params: dict[str, Any]) -> Settings:
-    flags = {name: params.pop(name, None) for name in SETTING_FLAGS}
+    flags = {name: params.pop(name, None) for name in FLAG_SETTINGS}
     return load_settings(flags, params.pop("config_path", None))
+
+
+def _click_type(field: FieldInfo) -> Any:
+    annotation = field.annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        annotation = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
+    if typing.get_origin(annotation) is typing.Literal:
+        return click.Choice([str(choice) for choice in typing.get_args(annotation)])
+    return {int: int, float: float, bool: bool}.get(annotation, str)
+
+
+def _help(field: FieldInfo) -> str:
+    text = field.description or ""
+    if "[default:" in text or field.default is None:
+        return text
+    default = field.default
+    shown = (
+        str(default).lower()
+        if isinstance(default, bool)
+        else f"{default:g}"
+        if isinstance(default, float)
+        else default
+    )
+    return f"{text} [default: {shown}]"

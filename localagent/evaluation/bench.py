@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localagent.backends.decoding import Generation, LlamaSession
+from localagent import prompts
+from localagent.backends.decoding import Generation
 from localagent.backends.guidance import Guidance
-from localagent.backends.llama_runtime import LoadSettings, load_llama
-from localagent.backends.local_texttag import LocalSettings, LocalTextTagTurn
+from localagent.backends.llama_runtime import LoadSettings
+from localagent.backends.local_generator import LocalSettings
+from localagent.backends.local_turn import open_local_turn
+from localagent.backends.token_reuse import TokenReuse
 from localagent.cancel import CancelToken
 from localagent.errors import BackendError
+from localagent.formats.base import ReplyFormat
 from localagent.messages import (
     Final,
     Message,
@@ -34,8 +38,6 @@ from localagent.messages import (
     assistant_message_for,
 )
 from localagent.models import ResolvedModel
-from localagent.texttag.grammar import build_grammar
-from localagent.texttag.render import prompt_turns, render_plain
 from localagent.tools import Tool, Workspace, select_tools
 from localagent.tools.spec import ToolSpec
 
@@ -100,16 +102,22 @@ def run_benchmark(
 ) -> dict[str, Any]:
     tools = select_tools(None, Workspace(bench_workspace()))
     specs = [tool.spec for tool in tools]
-    session = LlamaSession(load_llama(model.path, LoadSettings(n_ctx=4096)))
+    turn = open_local_turn(
+        model, LoadSettings(n_ctx=4096), LocalSettings(max_tokens=max_tokens, disk_cache=False)
+    )
+    generator = turn.generator
+    session = generator.session
     tokenizer_started = time.perf_counter()
-    guidance = Guidance(session)
+    guidance = generator.guidance
     report(f"llguidance tokenizer built in {time.perf_counter() - tokenizer_started:.2f} s")
-    grammar = build_grammar(specs, "auto")
+    grammar = turn.format.grammar(specs, "auto")
     compiled = guidance.compile(grammar.lark)
     figures = {path: PathFigures() for path in PATHS}
     for run in range(runs):
         for prompt_text in PROMPTS:
-            prompt = session.tokenize(_render([_task(prompt_text)], specs), bos=True)
+            prompt = (
+                TokenReuse(session).tokens_for(turn.format.render(_conversation(prompt_text), specs)).tokens
+            )
             for path in PATHS:
                 if path == "unconstrained":
                     generation = session.generate(prompt, max_tokens=max_tokens)
@@ -128,7 +136,7 @@ def run_benchmark(
             summaries[path]["ms_per_token"]["median"] / unconstrained, 3
         )
     report("measuring grammar compile times")
-    compile_figures = grammar_compile_times(guidance)
+    compile_figures = grammar_compile_times(guidance, turn.format)
     report("measuring KV-cache reuse over a 6-step run")
     kv = kv_reuse_run(model, tools)
     report("measuring cold start in a fresh process")
@@ -152,13 +160,8 @@ def run_benchmark(
     }
 
 
-def _task(text: str) -> UserMessage:
-    return UserMessage(content=text)
-
-
-def _render(conversation: list[Message], specs: Sequence[ToolSpec]) -> str:
-    messages: list[Message] = [SystemMessage(content="You are a careful assistant."), *conversation]
-    return render_plain(prompt_turns(messages, specs, plain=True))
+def _conversation(task: str) -> list[Message]:
+    return [SystemMessage(content=prompts.system_prompt(".")), UserMessage(content=task)]
 
 
 def ten_tool_specs() -> list[ToolSpec]:
@@ -192,17 +195,17 @@ def ten_tool_specs() -> list[ToolSpec]:
     return specs
 
 
-def grammar_compile_times(guidance: Guidance) -> dict[str, float]:
+def grammar_compile_times(guidance: Guidance, reply_format: ReplyFormat) -> dict[str, float]:
     specs = ten_tool_specs()
     started = time.perf_counter()
-    grammar = build_grammar(specs, "auto")
+    grammar = reply_format.grammar(specs, "auto")
     generated = time.perf_counter()
     guidance.compile(grammar.lark)
     compiled = time.perf_counter()
     cached_runs = []
     for _ in range(20):
         again = time.perf_counter()
-        guidance.compile(build_grammar(specs, "auto").lark).fresh()
+        guidance.compile(reply_format.grammar(specs, "auto").lark).fresh()
         cached_runs.append(time.perf_counter() - again)
     return {
         "tools": len(specs),
@@ -214,13 +217,10 @@ def grammar_compile_times(guidance: Guidance) -> dict[str, float]:
 
 def kv_reuse_run(model: ResolvedModel, tools: list[Tool], steps: int = 6) -> dict[str, Any]:
     """Five forced calculator steps and an answer, recording what each step evaluated."""
-    turn = LocalTextTagTurn(model, LoadSettings(n_ctx=4096), LocalSettings(max_tokens=64))
+    turn = open_local_turn(model, LoadSettings(n_ctx=4096), LocalSettings(max_tokens=64))
     by_name = {tool.name: tool for tool in tools}
     specs = [tool.spec for tool in tools]
-    messages: list[Message] = [
-        SystemMessage(content="You are a careful assistant."),
-        UserMessage(content="Start from 2 and double it five times with the calculator."),
-    ]
+    messages = _conversation("Start from 2 and double it five times with the calculator.")
     for step in range(steps):
         choice: ToolChoice = NamedToolChoice(name="calculator") if step < steps - 1 else "none"
         result = turn(messages, specs, choice, CancelToken())
@@ -237,7 +237,7 @@ def kv_reuse_run(model: ResolvedModel, tools: list[Tool], steps: int = 6) -> dic
             "new_tokens": record.new_prompt_tokens,
             "evaluated_tokens": record.evaluated_prompt_tokens,
         }
-        for index, record in enumerate(turn.steps)
+        for index, record in enumerate(turn.generator.steps)
     ]
     extra = [row["evaluated_tokens"] - row["new_tokens"] for row in rows[1:]]
     return {"steps": rows, "max_extra_tokens_per_step": max(extra) if extra else 0}
@@ -256,7 +256,13 @@ def cold_start_seconds(model: ResolvedModel, disk_cache: bool = True) -> float:
     )
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-c", code, str(model.path), "cache" if disk_cache else "no-cache"],
+        [
+            sys.executable,
+            "-c",
+            code,
+            model.display_name if model.entry else str(model.path),
+            "cache" if disk_cache else "no-cache",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -271,14 +277,19 @@ def cold_start_seconds(model: ResolvedModel, disk_cache: bool = True) -> float:
     return elapsed
 
 
-def first_token_in_this_process(model_path: str, disk_cache: bool) -> None:
+def _model_argument(model: ResolvedModel) -> str:
+    """How a new process names the model: by its registry name when it has one, so it reads its entry."""
+    return model.entry.name if model.entry else str(model.path)
+
+
+def first_token_in_this_process(model: str, disk_cache: bool) -> None:
     """What `localagent run` does up to the first token the model chooses; prints a marker then."""
     from localagent.cancel import Cancelled
-    from localagent.models import ResolvedModel as Resolved
+    from localagent.models import resolve_model
 
     tools = select_tools(None, Workspace(Path.cwd()))
     settings = LocalSettings(max_tokens=32, disk_cache=disk_cache)
-    turn = LocalTextTagTurn(Resolved(Path(model_path), None), LoadSettings(n_ctx=4096), settings)
+    turn = open_local_turn(resolve_model(model), LoadSettings(n_ctx=4096), settings)
     cancel = CancelToken()
 
     def on_delta(delta: object) -> None:
@@ -286,10 +297,7 @@ def first_token_in_this_process(model_path: str, disk_cache: bool) -> None:
             print("first-token", flush=True)
             cancel.cancel()
 
-    messages: list[Message] = [
-        SystemMessage(content="You are a careful assistant."),
-        UserMessage(content="Hi"),
-    ]
+    messages = _conversation("Hi")
     try:
         turn(messages, [t.spec for t in tools], "auto", cancel, on_delta)
     except Cancelled:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from localagent.backends.llama_runtime import LoadSettings
-from localagent.backends.local_texttag import Decoder, LocalSettings, LocalTextTagTurn
+from localagent.backends.local_generator import Decoder, LocalGenerator, LocalSettings
+from localagent.backends.local_turn import ToolFormat, open_local_turn
+from localagent.backends.text_turn import TextTurn
 from localagent.evaluation.bfcl_data import BfclCase
 from localagent.evaluation.bfcl_run import Progress, run_column
 from localagent.models import ResolvedModel
@@ -21,17 +23,26 @@ COLUMNS: dict[str, Decoder] = {"grammar": "llguidance", "no_grammar": "none"}
 
 
 def local_turns(
-    model: ResolvedModel, columns: Sequence[str], max_tokens: int, load: LoadSettings | None = None
-) -> dict[str, LocalTextTagTurn]:
+    model: ResolvedModel,
+    columns: Sequence[str],
+    max_tokens: int,
+    load: LoadSettings | None = None,
+    tool_format: ToolFormat = "auto",
+) -> dict[str, TextTurn]:
     """One turn per column on a single loaded copy of the model."""
-    turns: dict[str, LocalTextTagTurn] = {}
+    turns: dict[str, TextTurn] = {}
+    session = None
     for name in columns:
-        shared = next(iter(turns.values())).session if turns else None
         settings = LocalSettings(max_tokens=max_tokens, decoder=COLUMNS[name])
-        turns[name] = LocalTextTagTurn(model, load, settings, session=shared)
-    for turn in turns.values():
-        if turn.settings.decoder == "llguidance":
-            _ = turn.guidance  # build the tokenizer now, so the first question's time does not include it
+        turn = open_local_turn(model, load, settings, tool_format=tool_format, session=session)
+        generator = turn.generator
+        assert isinstance(generator, LocalGenerator)
+        session = generator.session
+        if settings.decoder == "llguidance":
+            _ = (
+                generator.guidance
+            )  # build the tokenizer now, so the first question's time does not include it
+        turns[name] = turn
     return turns
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal
 
-from localagent.errors import LocalagentError
-from localagent.messages import NamedToolChoice, ToolChoice, describe_tool_choice
+from localagent.formats.base import GrammarBuildError, ReplyGrammar, allowed_tools, grammar_header
+from localagent.messages import ToolChoice
 from localagent.schema_grammar.compiler import (
     GrammarLimits,
     reachable_rules,
@@ -16,7 +15,6 @@ from localagent.schema_grammar.compiler import (
     schema_rules,
     shared_rules,
 )
-from localagent.schema_grammar.gbnf import lark_to_gbnf
 from localagent.texttag.template import template_definitions
 from localagent.tools.spec import ToolSpec
 
@@ -25,49 +23,16 @@ PromptFormat = Literal["plain", "chat"]
 _PLAIN_ANSWER = r"/[^\n]{1,2000}/"
 
 
-class GrammarBuildError(LocalagentError):
-    pass
-
-
 @dataclass(frozen=True)
 class GrammarOptions:
-    max_actions: int = 8
+    max_actions: int = 1
     prompt_format: PromptFormat = "plain"
     limits: GrammarLimits = field(default_factory=GrammarLimits)
 
 
-@dataclass(frozen=True)
-class TextTagGrammar:
-    lark: str
-    tool_names: tuple[str, ...]
-    # Keywords the grammar only approximates; parsed arguments are validated against the schema anyway.
-    loose: tuple[str, ...]
-
-    @cached_property
-    def gbnf(self) -> str:
-        return lark_to_gbnf(self.lark)
-
-
-def allowed_tools(tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> list[ToolSpec]:
-    """The tools a reply may call under this choice; raises GrammarBuildError when none can be."""
-    if tool_choice == "none":
-        return []
-    if isinstance(tool_choice, NamedToolChoice):
-        named = [tool for tool in tools if tool.name == tool_choice.name]
-        if not named:
-            known = ", ".join(tool.name for tool in tools) or "(none)"
-            raise GrammarBuildError(
-                f"tool choice names {tool_choice.name!r}, which is not a tool; tools: {known}"
-            )
-        return named
-    if tool_choice == "required" and not tools:
-        raise GrammarBuildError("tool choice 'required' needs at least one tool")
-    return list(tools)
-
-
 def build_grammar(
     tools: Sequence[ToolSpec], tool_choice: ToolChoice, options: GrammarOptions | None = None
-) -> TextTagGrammar:
+) -> ReplyGrammar:
     options = options or GrammarOptions()
     if options.max_actions < 1:
         raise GrammarBuildError("max_actions must be at least 1")
@@ -89,8 +54,8 @@ def build_grammar(
     loose: list[str] = []
     tool_rules: dict[str, str] = {}
     if may_act:
-        end = " actions_end" if plain else ""
-        definitions["actions"] = f"action~1..{options.max_actions}{end}"
+        # The reply may end after any action: where the model starts an observation, or ends its turn.
+        definitions["actions"] = f"action~1..{options.max_actions} actions_end"
         alternatives = []
         for index, tool in enumerate(callable_tools):
             rules = schema_rules(tool.parameters, f"t{index}", options.limits)
@@ -101,7 +66,7 @@ def build_grammar(
     else:
         for unreachable in ("actions", "action", "tool_call"):
             del definitions[unreachable]
-    if not plain or not may_act:
+    if not may_act:
         del definitions["actions_end"]
 
     if may_answer:
@@ -114,28 +79,9 @@ def build_grammar(
         for unreachable in ("final", "final_end", "ANSWER"):
             del definitions[unreachable]
 
-    header = (
-        f"// localagent text-tag grammar: tools {', '.join(t.name for t in callable_tools) or '(none)'}; "
-        f"tool choice {describe_tool_choice(tool_choice)}; {options.prompt_format} prompt format\n"
-    )
+    header = grammar_header("text-tag", callable_tools, tool_choice, f"{options.prompt_format} prompt format")
     if may_act:
         definitions.update(shared_rules(options.limits))
         definitions.update(tool_rules)
     text = header + render_rules(reachable_rules(definitions, "start"))
-    return TextTagGrammar(text, tuple(t.name for t in callable_tools), tuple(loose))
-
-
-class GrammarCache:
-    """One grammar per tool set and tool choice, built on first use."""
-
-    def __init__(self, options: GrammarOptions) -> None:
-        self.options = options
-        self._grammars: dict[tuple[str, str], TextTagGrammar] = {}
-
-    def get(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> TextTagGrammar:
-        choice = f"tool:{tool_choice.name}" if isinstance(tool_choice, NamedToolChoice) else tool_choice
-        key = ("\x00".join(tool.model_dump_json() for tool in tools), choice)
-        grammar = self._grammars.get(key)
-        if grammar is None:
-            grammar = self._grammars[key] = build_grammar(tools, tool_choice, self.options)
-        return grammar
+    return ReplyGrammar(text, tuple(t.name for t in callable_tools), tuple(loose))

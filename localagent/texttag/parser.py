@@ -11,15 +11,15 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cache
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from localagent import prompts
 from localagent.errors import RecoverableTurnError
+from localagent.formats.base import ParsedReply
 from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent.texttag import feedback
 from localagent.texttag.json_repair import JsonUnreadable, ReadJson, load_json, read_json_object
 from localagent.texttag.reply import RawAction, ReplyParts, Unparsable, cut_at_observation
 from localagent.texttag.template import render_definitions, template_definitions
@@ -35,12 +35,6 @@ _UNBOUNDED = {
     "TOOL_NAME": r"/[A-Za-z_][A-Za-z0-9_.\-]*/",
     "ACTION_INPUT": r"/\{[^\n]*\}/",
 }
-
-
-@dataclass(frozen=True)
-class ParsedReply:
-    result: Final | ToolRequests
-    notes: tuple[str, ...] = ()
 
 
 def new_request_id() -> str:
@@ -63,12 +57,11 @@ def parse_reply(
         parts = tolerant_parts(text) if tolerant else strict_parts(text)
     except Unparsable as problem:
         if cut_off:
-            raise RecoverableTurnError(feedback.cut_off(token_limit), text, "cut_off") from None
+            raise RecoverableTurnError(prompts.cut_off(token_limit), text, "cut_off") from None
+        shapes = prompts.react_reply_shapes(tool_names, tool_choice)
         if not text.strip():
-            error = feedback.unparsable("the reply is empty", tool_names, tool_choice)
-            raise RecoverableTurnError(error, text, "empty") from None
-        error = feedback.unparsable(problem.detail, tool_names, tool_choice)
-        raise RecoverableTurnError(error, text, "unparsable") from None
+            raise RecoverableTurnError(prompts.empty_reply(shapes), text, "empty") from None
+        raise RecoverableTurnError(prompts.unparsable(problem.detail, shapes), text, "unparsable") from None
     return _assemble(parts, text, tools, tool_choice, cut_off, token_limit, new_id)
 
 
@@ -177,24 +170,24 @@ def _assemble(
     requests = [_request(action, tools, new_id, notes, repair=parts.tolerant) for action in parts.actions]
     if cut_off and not _complete(parts, requests):
         # Whatever the model wrote last may be cut mid-way: an answer, an argument, a tool name.
-        raise RecoverableTurnError(feedback.cut_off(token_limit), text, "cut_off")
+        raise RecoverableTurnError(prompts.cut_off(token_limit), text, "cut_off")
+    shapes = prompts.react_reply_shapes(tool_names, tool_choice)
     if requests:
         if parts.answer is not None:
             notes.append("the reply had both an action and a final answer; the action was kept")
         result = ToolRequests(requests=requests, content=parts.answer or "", reasoning=parts.thought)
         return ParsedReply(result, tuple(notes))
     if parts.answer is None and not parts.labelled:
-        error = feedback.unparsable("the reply is empty", tool_names, tool_choice)
-        raise RecoverableTurnError(error, text, "empty")
+        raise RecoverableTurnError(prompts.empty_reply(shapes), text, "empty")
     if parts.answer is None or not parts.answer.strip():
         detail = (
             "the reply has no Action and no Final Answer"
             if parts.answer is None
             else "the Final Answer is empty"
         )
-        raise RecoverableTurnError(feedback.unparsable(detail, tool_names, tool_choice), text, "unparsable")
+        raise RecoverableTurnError(prompts.unparsable(detail, shapes), text, "unparsable")
     if tool_choice == "required" or isinstance(tool_choice, NamedToolChoice):
-        raise RecoverableTurnError(feedback.required_call(tool_names, tool_choice), text, "no_required_call")
+        raise RecoverableTurnError(prompts.required_call(tool_choice, shapes), text, "no_required_call")
     return ParsedReply(Final(content=parts.answer, reasoning=parts.thought), tuple(notes))
 
 
@@ -216,7 +209,7 @@ def _request(
     if source is None or not source.strip():
         if tool is not None and not tool.parameters.get("required"):
             return ToolRequest(id=request_id, name=name, arguments={}, raw_arguments="{}")
-        return ToolRequest(id=request_id, name=name, parse_error=feedback.missing_input(name))
+        return ToolRequest(id=request_id, name=name, parse_error=prompts.missing_input(name))
     stripped = source.strip()
     if repair and _is_bare(stripped) and (lone := _lone_string_parameter(tool)) is not None:
         notes.append(f"read the plain text input of {name} as its {lone!r} argument")
@@ -225,7 +218,7 @@ def _request(
     try:
         read = read_json_object(source) if repair else _strict_json(stripped)
     except JsonUnreadable as error:
-        invalid = feedback.invalid_json(name, str(error))
+        invalid = prompts.invalid_json(name, str(error))
         return ToolRequest(id=request_id, name=name, raw_arguments=stripped, parse_error=invalid)
     notes.extend(f"{repair} in the input of {name}" for repair in read.repairs)
     return ToolRequest(id=request_id, name=name, arguments=read.value, raw_arguments=read.text)

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from localagent import prompts
 from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from localagent.tools.spec import ToolSpec
 
-ELIDED = "[older observation elided to fit the context window]"
 # Without a grammar a base model goes on past its reply: it writes the tool's result itself, or,
 # after an answer, the next question. Unconstrained generation stops at either.
 UNCONSTRAINED_STOPS = ("\nObservation:", "\nQuestion:")
@@ -26,47 +26,6 @@ TurnRole = Literal["system", "user", "assistant", "observation"]
 class PromptTurn:
     role: TurnRole
     text: str
-
-
-def format_instructions(tools: Sequence[ToolSpec]) -> str:
-    lines = ["You answer the question by thinking step by step and using tools."]
-    if tools:
-        lines.append("\nTools:")
-        lines.extend(f"- {tool.name}: {tool.description} Input: {tool.compact_schema()}" for tool in tools)
-        names = ", ".join(tool.name for tool in tools)
-        lines.append(
-            "\nUse this format:\n"
-            "Question: the question you must answer\n"
-            "Thought: one line about what to do next\n"
-            f"Action: the tool to use, one of [{names}]\n"
-            "Action Input: the tool's input as a JSON object on one line\n"
-            "Observation: the result of the action (written for you; never write it yourself)\n"
-            "... (Thought, Action, Action Input and Observation can repeat)\n"
-            "Thought: I know the final answer\n"
-            "Final Answer: the final answer to the question"
-        )
-        lines.append("\n" + _example(tools))
-    else:
-        lines.append(
-            "\nUse this format:\nQuestion: the question you must answer\n"
-            "Thought: one line of reasoning\nFinal Answer: the final answer to the question"
-        )
-    return "\n".join(lines)
-
-
-def _example(tools: Sequence[ToolSpec]) -> str:
-    """A worked example. Small models copy an example closely, so it is a concrete one, with real
-    values; when the calculator is not among the tools, the grammar keeps the model to its own."""
-    note = "" if any(tool.name == "calculator" for tool in tools) else " (with a calculator tool)"
-    return (
-        f"Example{note}:\nQuestion: What is 12 times 7?\n"
-        "Thought: I should multiply with the calculator.\n"
-        "Action: calculator\n"
-        'Action Input: {"expression": "12 * 7"}\n'
-        "Observation: 84\n"
-        "Thought: I know the final answer.\n"
-        "Final Answer: 12 times 7 is 84."
-    )
 
 
 def render_reply(message: AssistantMessage) -> str:
@@ -95,21 +54,15 @@ def _arguments_text(raw: str, arguments: dict | None) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
-def prompt_turns(
-    messages: Sequence[Message],
-    tools: Sequence[ToolSpec],
-    elided: frozenset[int] = frozenset(),
-    *,
-    plain: bool,
-) -> list[PromptTurn]:
-    """The history as prompt turns; tool messages whose index is in `elided` are replaced by a marker."""
-    instructions = format_instructions(tools)
+def prompt_turns(messages: Sequence[Message], tools: Sequence[ToolSpec], *, plain: bool) -> list[PromptTurn]:
+    """The history as prompt turns: the instructions, then the conversation."""
+    instructions = prompts.react_instructions(tools)
     system = next((m.content for m in messages if isinstance(m, SystemMessage)), "")
     turns = [PromptTurn("system", f"{system}\n\n{instructions}" if system else instructions)]
-    step_results: list[tuple[int, ToolMessage]] = []
+    step_results: list[ToolMessage] = []
     for index, message in enumerate(messages):
         if not isinstance(message, ToolMessage) and step_results:
-            turns.append(_observations(step_results, elided))
+            turns.append(_observations(step_results))
             step_results = []
         if isinstance(message, UserMessage):
             if message.feedback:
@@ -121,18 +74,17 @@ def prompt_turns(
             text = message.content if malformed else render_reply(message)
             turns.append(PromptTurn("assistant", text if text.endswith("\n") or not plain else text + "\n"))
         elif isinstance(message, ToolMessage):
-            step_results.append((index, message))
+            step_results.append(message)
     if step_results:
-        turns.append(_observations(step_results, elided))
+        turns.append(_observations(step_results))
     return turns
 
 
-def _observations(results: list[tuple[int, ToolMessage]], elided: frozenset[int]) -> PromptTurn:
+def _observations(results: list[ToolMessage]) -> PromptTurn:
     lines = []
-    for position, (index, message) in enumerate(results, start=1):
-        content = ELIDED if index in elided else message.content
+    for position, message in enumerate(results, start=1):
         label = f"[{position}/{len(results)} {message.name}] " if len(results) > 1 else ""
-        lines.append(f"Observation: {label}{content}\n")
+        lines.append(f"Observation: {label}{message.content}\n")
     return PromptTurn("observation", "".join(lines))
 
 

@@ -1,0 +1,160 @@
+"""Generating a reply on a local GGUF model: the prompt's tokens with KV-cache reuse, then decoding
+under the reply's grammar.
+
+The normal path is the own decode loop with llguidance masks. Where llguidance cannot compile a
+grammar it falls back to llama.cpp's GBNF sampler, and says so once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from localagent.backends.decoding import Generation, LlamaSession, Sampling
+from localagent.backends.guidance import GrammarCompileError, Guidance
+from localagent.backends.prompt_cache import PromptCache
+from localagent.backends.reply import Reply
+from localagent.backends.token_reuse import TokenReuse
+from localagent.cancel import CancelToken
+from localagent.formats.base import Prompt, ReplyGrammar, TextSink
+from localagent.messages import Usage
+from localagent.paths import cache_dir
+
+Decoder = Literal["llguidance", "gbnf", "none"]
+Notice = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    max_tokens: int = 384
+    sampling: Sampling = field(default_factory=Sampling)
+    decoder: Decoder = "llguidance"
+    fast_forward: bool = True
+    # Keep the instructions' KV snapshot and the vocabulary's bytes on disk, for a fast next start.
+    disk_cache: bool = True
+
+
+@dataclass
+class StepRecord:
+    """What one turn cost; the benchmark and the KV-reuse tests read these."""
+
+    prompt_tokens: int
+    evaluated_prompt_tokens: int
+    new_prompt_tokens: int
+    generation: Generation
+    decoder: Decoder
+
+
+class LocalGenerator:
+    def __init__(
+        self,
+        session: LlamaSession,
+        model_path: Path,
+        settings: LocalSettings | None = None,
+        notice: Notice | None = None,
+    ) -> None:
+        self.session = session
+        self.settings = settings or LocalSettings()
+        self.notice = notice or (lambda text: None)
+        self.constrained = self.settings.decoder != "none"
+        self.max_tokens = self.settings.max_tokens
+        disk = self.settings.disk_cache
+        self.prompt_cache = PromptCache(cache_dir("prompt-cache"), model_path) if disk else None
+        self._reuse = TokenReuse(session)
+        self._guidance: Guidance | None = None
+        self._guidance_pool: ThreadPoolExecutor | None = None
+        self._guidance_future: Future[Guidance] | None = None
+        if self.settings.decoder == "llguidance":
+            # Building the tokenizer takes about a second; it overlaps with the first prompt's evaluation.
+            self._guidance_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llguidance-tokenizer")
+            vocab_cache = cache_dir("vocab") if disk else None
+            self._guidance_future = self._guidance_pool.submit(Guidance, session, model_path, vocab_cache)
+        self._fell_back: set[str] = set()
+        self.steps: list[StepRecord] = []
+
+    @property
+    def context_budget(self) -> int:
+        """Prompt tokens that leave room for a whole reply."""
+        return self.session.n_ctx - self.settings.max_tokens
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return len(self._reuse.tokens_for(prompt).tokens)
+
+    @property
+    def guidance(self) -> Guidance:
+        if self._guidance is None:
+            future = self._guidance_future
+            self._guidance = future.result() if future else Guidance(self.session)
+            if self._guidance_pool is not None:
+                self._guidance_pool.shutdown(wait=False)
+        return self._guidance
+
+    def generate(
+        self,
+        prompt: Prompt,
+        grammar: ReplyGrammar | None,
+        cancel: CancelToken,
+        on_text: TextSink,
+        stops: Sequence[str] = (),
+    ) -> Reply:
+        prompt_tokens = self._reuse.tokens_for(prompt)
+        warmed = self._warm_fixed_prefix(prompt_tokens.fixed)
+        generation, decoder = self._generate(prompt_tokens.tokens, grammar, cancel, on_text, stops)
+        # The KV cache holds the prompt and, from the own loop (not GBNF's), exactly the reply's tokens.
+        self._reuse.hold(prompt.text, prompt_tokens.tokens, generation.tokens)
+        evaluated = warmed + generation.stats.evaluated_prompt_tokens
+        self.steps.append(
+            StepRecord(len(prompt_tokens.tokens), evaluated, prompt_tokens.new, generation, decoder)
+        )
+        usage = Usage(
+            prompt_tokens=len(prompt_tokens.tokens),
+            completion_tokens=generation.stats.generated_tokens,
+            cached_prompt_tokens=len(prompt_tokens.tokens) - evaluated,
+        )
+        return Reply(generation.text, generation.stop, usage)
+
+    def _generate(
+        self,
+        prompt: list[int],
+        grammar: ReplyGrammar | None,
+        cancel: CancelToken,
+        on_text: TextSink,
+        stops: Sequence[str],
+    ) -> tuple[Generation, Decoder]:
+        settings = self.settings
+        common = {"max_tokens": settings.max_tokens, "sampling": settings.sampling, "cancel": cancel}
+        if grammar is None:
+            return self.session.generate(prompt, on_text=on_text, stop=stops, **common), "none"
+        if settings.decoder == "llguidance" and grammar.lark not in self._fell_back:
+            try:
+                generation = self.session.generate(
+                    prompt,
+                    matcher=lambda: self.guidance.compile(grammar.lark).fresh(),
+                    on_text=on_text,
+                    fast_forward=settings.fast_forward,
+                    **common,
+                )
+            except GrammarCompileError as error:
+                self._fell_back.add(grammar.lark)
+                self.notice(
+                    f"llguidance cannot compile this grammar ({error}); using llama.cpp's GBNF sampler"
+                )
+            else:
+                return generation, "llguidance"
+        return self.session.generate_stock(prompt, gbnf=grammar.gbnf, on_text=on_text, **common), "gbnf"
+
+    def _warm_fixed_prefix(self, tokens: list[int]) -> int:
+        """On an empty KV cache, load the fixed prefix's snapshot, or evaluate and save it.
+
+        Returns how many tokens this evaluated (0 when the snapshot was loaded).
+        """
+        if self.prompt_cache is None or not tokens or self.session.llama.n_tokens != 0:
+            return 0
+        if self.prompt_cache.restore(self.session, tokens):
+            return 0
+        evaluated = self.session.prefill(tokens)
+        self.prompt_cache.store(self.session, tokens)
+        return evaluated

@@ -1,0 +1,128 @@
+"""What every reply format provides to the text turn, and the types they share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal, Protocol
+
+from localagent.errors import LocalagentError
+from localagent.events import TurnEventSink
+from localagent.messages import (
+    Final,
+    Message,
+    NamedToolChoice,
+    ToolChoice,
+    ToolRequests,
+    describe_tool_choice,
+)
+from localagent.schema_grammar.gbnf import lark_to_gbnf
+from localagent.tools.spec import ToolSpec
+
+FormatName = Literal["react", "tool_call"]
+TextSink = Callable[[str], None]
+
+
+class GrammarBuildError(LocalagentError):
+    pass
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    # The text holds a chat template's markers, to be read as special tokens.
+    special: bool = False
+    # The start of `text` that is the same for every task with these tools: the instructions. A
+    # local engine keeps its KV cache on disk, so a new process need not evaluate it again.
+    fixed_prefix: str = ""
+
+
+@dataclass(frozen=True)
+class ReplyGrammar:
+    """The grammar of one reply for one tool set and tool choice, in Lark (llguidance, vLLM, lark)."""
+
+    lark: str
+    tool_names: tuple[str, ...]
+    # Keywords the grammar only approximates; parsed arguments are validated against the schema anyway.
+    loose: tuple[str, ...] = ()
+
+    @cached_property
+    def gbnf(self) -> str:
+        """The same grammar for llama.cpp."""
+        return lark_to_gbnf(self.lark)
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    result: Final | ToolRequests
+    # Liberties the parser took (a repaired argument, a dropped observation), for the display and transcript.
+    notes: tuple[str, ...] = field(default=())
+
+
+class ReplyFormat(Protocol):
+    name: FormatName
+    # Where a reply generated without a grammar ends: what the model would write next on its own.
+    stops: tuple[str, ...]
+
+    def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Prompt: ...
+
+    def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar: ...
+
+    def parse(
+        self,
+        text: str,
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        *,
+        constrained: bool,
+        cut_off: bool,
+        token_limit: int | None,
+    ) -> ParsedReply:
+        """The turn result, or RecoverableTurnError with feedback when the model must write it again."""
+        ...
+
+    def display(self, on_event: TurnEventSink | None) -> TextSink:
+        """A sink for the reply's text as it is generated, turning it into reasoning and content deltas."""
+        ...
+
+
+def allowed_tools(tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> list[ToolSpec]:
+    """The tools a reply may call under this choice; raises GrammarBuildError when none can be."""
+    if tool_choice == "none":
+        return []
+    if isinstance(tool_choice, NamedToolChoice):
+        named = [tool for tool in tools if tool.name == tool_choice.name]
+        if not named:
+            known = ", ".join(tool.name for tool in tools) or "(none)"
+            raise GrammarBuildError(
+                f"tool choice names {tool_choice.name!r}, which is not a tool; tools: {known}"
+            )
+        return named
+    if tool_choice == "required" and not tools:
+        raise GrammarBuildError("tool choice 'required' needs at least one tool")
+    return list(tools)
+
+
+def grammar_header(format_name: str, tools: Sequence[ToolSpec], tool_choice: ToolChoice, detail: str) -> str:
+    names = ", ".join(tool.name for tool in tools) or "(none)"
+    return (
+        f"// localagent {format_name} grammar: tools {names}; "
+        f"tool choice {describe_tool_choice(tool_choice)}; {detail}\n"
+    )
+
+
+class GrammarCache:
+    """One grammar per tool set and tool choice, built on first use."""
+
+    def __init__(self, build: Callable[[Sequence[ToolSpec], ToolChoice], ReplyGrammar]) -> None:
+        self._build = build
+        self._grammars: dict[tuple[str, str], ReplyGrammar] = {}
+
+    def get(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar:
+        choice = f"tool:{tool_choice.name}" if isinstance(tool_choice, NamedToolChoice) else tool_choice
+        key = ("\x00".join(tool.model_dump_json() for tool in tools), choice)
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            grammar = self._grammars[key] = self._build(tools, tool_choice)
+        return grammar

@@ -1,0 +1,73 @@
+"""The text-tag (ReAct) format: Thought, then Action and Action Input, or Final Answer.
+
+A base model gets the plain prompt (instructions, then Question / Thought / Observation text); a
+model with a chat template gets the same conversation laid out by its template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from localagent.events import TurnEventSink
+from localagent.formats.base import GrammarCache, ParsedReply, Prompt, ReplyGrammar, TextSink
+from localagent.formats.chat_template import ChatTemplate
+from localagent.messages import Message, ToolChoice
+from localagent.schema_grammar.compiler import GrammarLimits
+from localagent.texttag.grammar import GrammarOptions, build_grammar
+from localagent.texttag.parser import parse_reply
+from localagent.texttag.render import (
+    UNCONSTRAINED_STOPS,
+    chat_messages,
+    instructions_of,
+    prompt_turns,
+    render_plain,
+)
+from localagent.texttag.stream import ReplyStream
+from localagent.tools.spec import ToolSpec
+
+
+@dataclass
+class ReactFormat:
+    template: ChatTemplate | None = None
+    max_actions: int = 1
+    limits: GrammarLimits = field(default_factory=GrammarLimits)
+    name: str = field(default="react", init=False)
+    stops: tuple[str, ...] = field(default=UNCONSTRAINED_STOPS, init=False)
+
+    def __post_init__(self) -> None:
+        options = GrammarOptions(
+            max_actions=self.max_actions,
+            prompt_format="plain" if self.template is None else "chat",
+            limits=self.limits,
+        )
+        self._grammars = GrammarCache(lambda tools, choice: build_grammar(tools, choice, options))
+
+    def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Prompt:
+        turns = prompt_turns(messages, tools, plain=self.template is None)
+        if self.template is None:
+            return Prompt(render_plain(turns), special=False, fixed_prefix=instructions_of(turns))
+        chat = chat_messages(turns)
+        text = self.template.render(chat)
+        fixed = self.template.render(chat[:1], generation=False)
+        return Prompt(text, special=True, fixed_prefix=fixed if text.startswith(fixed) else "")
+
+    def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar:
+        return self._grammars.get(tools, tool_choice)
+
+    def parse(
+        self,
+        text: str,
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        *,
+        constrained: bool,
+        cut_off: bool,
+        token_limit: int | None,
+    ) -> ParsedReply:
+        return parse_reply(
+            text, tools, tool_choice, tolerant=not constrained, cut_off=cut_off, token_limit=token_limit
+        )
+
+    def display(self, on_event: TurnEventSink | None) -> TextSink:
+        return ReplyStream(on_event).feed

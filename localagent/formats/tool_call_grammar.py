@@ -1,0 +1,118 @@
+"""The grammar of a reply in the tool-call format, for one tool set and tool choice.
+
+A reply is either an answer in plain text, or an optional preface (a line of text) and then tool
+calls, each wrapped as the model's chat template writes them:
+
+    <tool_call>
+    {"name": "read_file", "arguments": {"path": "notes.txt"}}
+    </tool_call>
+
+The answer may not contain the wrapper's first character (`<` for `<tool_call>`), so the moment the
+model opens a call, the grammar knows the reply is a call, and a reply ends right after its last call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from localagent.formats.base import GrammarBuildError, ReplyGrammar, allowed_tools, grammar_header
+from localagent.messages import ToolChoice
+from localagent.schema_grammar.compiler import (
+    GrammarLimits,
+    reachable_rules,
+    render_rules,
+    schema_rules,
+    shared_rules,
+)
+from localagent.tools.spec import ToolSpec
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """How one call is written around its JSON object."""
+
+    open: str
+    close: str
+
+
+TOOL_CALL_TAGS = Wrapper("<tool_call>\n", "\n</tool_call>")
+JSON_FENCE = Wrapper("```json\n", "\n```")
+BARE_JSON = Wrapper("", "")
+WRAPPERS = {"tool_call": TOOL_CALL_TAGS, "json_fence": JSON_FENCE, "bare": BARE_JSON}
+
+
+@dataclass(frozen=True)
+class ToolCallGrammarOptions:
+    wrapper: Wrapper = TOOL_CALL_TAGS
+    max_actions: int = 1
+    # A line of text before the calls: what the model means to do.
+    preface: bool = True
+    limits: GrammarLimits = field(default_factory=GrammarLimits)
+
+
+def lark_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def call_prefix(name: str) -> str:
+    """What a call's JSON object says up to its arguments."""
+    return f'{{"name": "{name}", "arguments": '
+
+
+def build_tool_call_grammar(
+    tools: Sequence[ToolSpec], tool_choice: ToolChoice, options: ToolCallGrammarOptions | None = None
+) -> ReplyGrammar:
+    options = options or ToolCallGrammarOptions()
+    if options.max_actions < 1:
+        raise GrammarBuildError("max_actions must be at least 1")
+    callable_tools = allowed_tools(tools, tool_choice)
+    may_act = bool(callable_tools)
+    may_answer = tool_choice in ("auto", "none") or not may_act
+    wrapper = options.wrapper
+    # The answer never holds what opens a call, nor starts with a JSON object.
+    banned = _escape_class((wrapper.open or "{")[0])
+    banned_first = banned if banned == "{" else banned + "{"
+    rules: dict[str, str] = {}
+    branches = []
+    if may_act:
+        preface = "PREFACE? " if options.preface else ""
+        branches.append(f"{preface}calls")
+        more = f' ("\\n" call)~0..{options.max_actions - 1}' if options.max_actions > 1 else ""
+        rules["calls"] = f"call{more}"
+        rules["call"] = (
+            f"{lark_string(wrapper.open)} call_body {lark_string(wrapper.close)}"
+            if wrapper.open
+            else "call_body"
+        )
+        alternatives = []
+        loose: list[str] = []
+        argument_rules: dict[str, str] = {}
+        for index, tool in enumerate(callable_tools):
+            converted = schema_rules(tool.parameters, f"t{index}", options.limits)
+            alternatives.append(f'{lark_string(call_prefix(tool.name))} {converted.root} "}}"')
+            argument_rules.update(converted.rules)
+            loose.extend(f"{tool.name}: {note}" for note in converted.loose)
+        rules["call_body"] = " | ".join(alternatives)
+        # One line, then one or two line breaks before the first call.
+        rules["PREFACE"] = rf"/[^{banned_first}\s][^{banned}\n]{{0,400}}\n\n?/"
+    else:
+        loose = []
+        argument_rules = {}
+    if may_answer:
+        branches.append("ANSWER")
+        rules["ANSWER"] = rf"/[^{banned_first}\s][^{banned}]{{0,5999}}/"
+    rules = {"start": " | ".join(branches), **rules}
+    if may_act:
+        rules.update(shared_rules(options.limits))
+        rules.update(argument_rules)
+    shape = f"wrapped as {wrapper.open.strip()}…{wrapper.close.strip()}" if wrapper.open else "as bare JSON"
+    detail = f"calls {shape}, at most {options.max_actions}"
+    header = grammar_header("tool-call", callable_tools, tool_choice, detail)
+    text = header + render_rules(reachable_rules(rules, "start"))
+    return ReplyGrammar(text, tuple(tool.name for tool in callable_tools), tuple(loose))
+
+
+def _escape_class(character: str) -> str:
+    return "\\" + character if character in "\\]^-/" else character

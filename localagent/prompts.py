@@ -1,0 +1,201 @@
+"""Every string the model reads that localagent writes: instructions, notes, feedback and tool errors.
+
+Tuning a prompt is an edit to this file. Small models copy concrete text from their prompt into
+their answers, so nothing here shows a made-up question, value or path the model could repeat.
+`tests/test_prompts.py` renders every one of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from localagent.messages import NamedToolChoice, ToolChoice
+from localagent.tools.spec import ToolSpec
+
+# --- the system prompt ---
+
+
+def system_prompt(workspace: str, listing: str | None = None) -> str:
+    """What every run starts with; `listing` is a short view of the workspace, when there is one."""
+    text = (
+        f"You are a careful assistant working in the directory {workspace}. "
+        "Use the tools to look at files before you answer questions about them. "
+        "When the answer is known, give it in one or two sentences."
+    )
+    if listing:
+        text += f"\n\nFiles in the workspace:\n{listing}"
+    return text
+
+
+# --- the text-tag (ReAct) format ---
+
+
+def react_instructions(tools: Sequence[ToolSpec]) -> str:
+    """The instructions of the text-tag format: the tools, then the shape of a reply, described in words."""
+    if not tools:
+        return (
+            "Answer the question. Reply with a line 'Thought:' with one short line of reasoning, "
+            "then a line 'Final Answer:' with the answer."
+        )
+    lines = ["Answer the question, using tools when they help.", "", "Tools:"]
+    lines.extend(f"- {tool.name}: {tool.description} Input: {tool.compact_schema()}" for tool in tools)
+    lines += [
+        "",
+        "Each reply starts with 'Thought:' and one short line of reasoning. Then either a tool call, "
+        "as a line 'Action:' with the tool's name and a line 'Action Input:' with its arguments as one "
+        "JSON object, after which you stop and wait for the 'Observation:' with its result; or, once "
+        "you know the answer, a line 'Final Answer:' with the answer.",
+    ]
+    return "\n".join(lines)
+
+
+def react_reply_shapes(tool_names: Sequence[str], tool_choice: ToolChoice = "auto") -> str:
+    """The reply shapes the tool choice allows, with placeholders, for feedback after a bad reply."""
+    if isinstance(tool_choice, NamedToolChoice):
+        tool_names = [tool_choice.name]
+    action = (
+        "Thought: <one line: what you will do>\n"
+        f"Action: <one of: {', '.join(tool_names)}>\n"
+        "Action Input: <the arguments as one JSON object on one line>"
+    )
+    final = "Thought: <one line>\nFinal Answer: <your answer>"
+    if tool_choice == "none" or not tool_names:
+        return f"Reply exactly like this:\n{final}"
+    if tool_choice == "required" or isinstance(tool_choice, NamedToolChoice):
+        return f"Reply exactly like this:\n{action}"
+    return f"Reply exactly like this:\n{action}\nor, when you know the answer:\n{final}"
+
+
+# --- the tool-call format (<tool_call>{"name": ..., "arguments": ...}</tool_call>) ---
+
+TOOL_CALL_OPEN = "<tool_call>\n"
+TOOL_CALL_CLOSE = "\n</tool_call>"
+
+
+def tool_call_instructions(tools: Sequence[ToolSpec]) -> str:
+    """The Hermes-style tools block, for chat templates that do not render tools themselves."""
+    listed = "\n".join(json.dumps(tool.to_openai(), ensure_ascii=False) for tool in tools)
+    return (
+        "# Tools\n\nYou may call one of these functions to help with the user's request.\n\n"
+        f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{listed}\n"
+        "</tools>\n\nFor a function call, return a JSON object with the function name and arguments "
+        'within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, '
+        '"arguments": <args-json-object>}\n</tool_call>'
+    )
+
+
+def tool_call_reply_shapes(tool_names: Sequence[str], tool_choice: ToolChoice = "auto") -> str:
+    if isinstance(tool_choice, NamedToolChoice):
+        tool_names = [tool_choice.name]
+    call = (
+        f'{TOOL_CALL_OPEN}{{"name": "<one of: {", ".join(tool_names)}>", '
+        f'"arguments": <the arguments as one JSON object>}}{TOOL_CALL_CLOSE}'
+    )
+    if tool_choice == "none" or not tool_names:
+        return "Reply with your answer as plain text."
+    if tool_choice == "required" or isinstance(tool_choice, NamedToolChoice):
+        return f"Reply with a tool call:\n{call}"
+    return f"Reply with a tool call:\n{call}\nor, when you know the answer, with the answer as plain text."
+
+
+# --- feedback on a reply that cannot be used ---
+
+
+def unparsable(detail: str, shapes: str) -> str:
+    return f"Format error: {detail}. {shapes}"
+
+
+def empty_reply(shapes: str) -> str:
+    return unparsable("the reply is empty", shapes)
+
+
+def cut_off(token_limit: int | None, *, in_call: bool = False) -> str:
+    limit = f"the {token_limit}-token limit" if token_limit else "the token limit"
+    if in_call:
+        return (
+            f"Format error: your reply was cut off at {limit} while writing a tool call, so nothing "
+            "was run. Call the tool again with shorter arguments (split long content over several calls)."
+        )
+    return (
+        f"Format error: your reply was cut off at {limit} before it was complete. "
+        "Write a shorter reply: a short tool call with compact arguments, or a short answer."
+    )
+
+
+def required_call(tool_choice: ToolChoice, shapes: str) -> str:
+    which = f"the tool {tool_choice.name}" if isinstance(tool_choice, NamedToolChoice) else "one of the tools"
+    return f"Format error: a tool call is required now, not an answer. Call {which}. {shapes}"
+
+
+INTERRUPTED = (
+    "Your reply was interrupted before it was complete (the connection to the model dropped), "
+    "so nothing was run. Send your reply again."
+)
+
+
+def missing_input(tool_name: str) -> str:
+    return f"Action Input is missing after 'Action: {tool_name}'; write it on the next line as a JSON object"
+
+
+def invalid_json(tool_name: str, reason: str) -> str:
+    return f"Invalid JSON arguments for tool {tool_name}: {reason}. Write the arguments as one JSON object"
+
+
+NO_FUNCTION_NAME = "the call has no function name; name one of the tools"
+
+# --- the runner's notes ---
+
+WRAP_UP_RETRY = (
+    "Tool error: not run. The step limit is reached and tools are off. "
+    "Reply now with your final answer, using what you already know."
+)
+
+
+def steps_left(count: int) -> str:
+    if count == 1:
+        return "[1 step left: tools are off for it. Give your final answer next.]"
+    return f"[{count} steps left]"
+
+
+ELIDED_OBSERVATION = "[older observation elided to fit the context window]"
+
+# --- tool errors ---
+
+REPEATED_CALL = "(You already made this exact call; this is its earlier result. Do not repeat it.)"
+REPEATED_FAILED_CALL = "Tool error: not run: the same call earlier in this step failed."
+MISSING_RESULT = "Tool error: no result: the call was not run."
+CANCELLED_BEFORE = "Tool error: cancelled before it ran."
+CANCELLED_WHILE = "Tool error: cancelled while running."
+
+
+def too_many_calls(limit: int) -> str:
+    return f"Tool error: not run: at most {limit} tool calls are allowed in one step."
+
+
+def tool_error(message: str) -> str:
+    return f"Tool error: {message}"
+
+
+def unknown_tool(name: str, available: Sequence[str]) -> str:
+    return f"Tool error: unknown tool {name!r}. Available tools: {', '.join(available) or '(none)'}."
+
+
+def invalid_arguments(name: str, problems: str) -> str:
+    return f"Tool error: invalid arguments for {name}: {problems}"
+
+
+def not_approved(name: str) -> str:
+    return (
+        f"Tool error: the user did not approve {name}; nothing was changed. "
+        "Do not retry it; continue without it or explain in your answer."
+    )
+
+
+def tool_crashed(name: str, detail: str) -> str:
+    return f"Tool error: {name} failed: {detail}"
+
+
+def unanswered_result(name: str, request_id: str, content: str) -> str:
+    """A tool result that answers no open call, kept as text for chat APIs that would refuse it."""
+    return f"Result of {name} ({request_id}): {content}"
