@@ -20,8 +20,9 @@ def system_prompt(workspace: str, listing: str | None = None) -> str:
     """What every run starts with; `listing` is a short view of the workspace, when there is one."""
     text = (
         f"You are a careful assistant working in the directory {workspace}. "
-        "Use the tools to look at files before you answer questions about them. "
-        "When the answer is known, give it in one or two sentences."
+        "You call the tools yourself, one call at a time, and read their results; the user cannot. "
+        "Look at the files before you answer questions about them. "
+        "When you know the answer, give it in one or two sentences."
     )
     if listing:
         text += f"\n\nFiles in the workspace:\n{listing}"

@@ -18,6 +18,7 @@ from localagent.cli.progress import ProgressReporter
 from localagent.events import ignore_event
 from localagent.runner import Runner, RunnerSettings
 from localagent.settings import Settings
+from localagent.tools.files import workspace_listing
 from localagent.tools.loading import select_tools
 from localagent.tools.workspace import Workspace
 from localagent.transcript import Transcript, default_transcript_path
@@ -33,8 +34,9 @@ WORKSPACE_OPTION = click.option(
 YES_OPTION = click.option("--yes", "-y", is_flag=True, help="Approve file changes without asking.")
 
 
-def agent_instructions(workspace: Path) -> str:
-    return prompts.system_prompt(str(workspace))
+def agent_instructions(workspace: Path, listing: bool = True) -> str:
+    files = workspace_listing(Workspace(workspace)) if listing else None
+    return prompts.system_prompt(str(workspace), files)
 
 
 @dataclass

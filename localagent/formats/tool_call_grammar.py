@@ -7,8 +7,8 @@ calls, each wrapped as the model's chat template writes them:
     {"name": "read_file", "arguments": {"path": "notes.txt"}}
     </tool_call>
 
-The answer may not contain the wrapper's first character (`<` for `<tool_call>`), so the moment the
-model opens a call, the grammar knows the reply is a call, and a reply ends right after its last call.
+Text may not hold `<`, `{` or a backtick, so the moment the model opens a call, in whatever way it
+starts one, the grammar knows the reply is a call; and a reply ends right after its last call.
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ def build_tool_call_grammar(
     may_act = bool(callable_tools)
     may_answer = tool_choice in ("auto", "none") or not may_act
     wrapper = options.wrapper
-    # The answer never holds what opens a call, nor starts with a JSON object.
-    banned = _escape_class((wrapper.open or "{")[0])
-    banned_first = banned if banned == "{" else banned + "{"
+    # Text (an answer, or the line before a call) holds nothing that could open a call in any of
+    # the ways models write one: <tool_call>, <tools>, ```json, or a bare JSON object.
+    banned = "<{`"
     rules: dict[str, str] = {}
     branches = []
     if may_act:
@@ -96,13 +96,13 @@ def build_tool_call_grammar(
             loose.extend(f"{tool.name}: {note}" for note in converted.loose)
         rules["call_body"] = " | ".join(alternatives)
         # One line, then one or two line breaks before the first call.
-        rules["PREFACE"] = rf"/[^{banned_first}\s][^{banned}\n]{{0,400}}\n\n?/"
+        rules["PREFACE"] = rf"/[^{banned}\s][^{banned}\n]{{0,400}}\n\n?/"
     else:
         loose = []
         argument_rules = {}
     if may_answer:
         branches.append("ANSWER")
-        rules["ANSWER"] = rf"/[^{banned_first}\s][^{banned}]{{0,5999}}/"
+        rules["ANSWER"] = rf"/[^{banned}\s][^{banned}]{{0,5999}}/"
     rules = {"start": " | ".join(branches), **rules}
     if may_act:
         rules.update(shared_rules(options.limits))
@@ -113,6 +113,3 @@ def build_tool_call_grammar(
     text = header + render_rules(reachable_rules(rules, "start"))
     return ReplyGrammar(text, tuple(tool.name for tool in callable_tools), tuple(loose))
 
-
-def _escape_class(character: str) -> str:
-    return "\\" + character if character in "\\]^-/" else character

@@ -55,9 +55,9 @@ SUPPORTED = f"Supported: numbers, + - * / // % ** ( ), {', '.join(CONSTANTS)}, {
 
 
 def calculator(
-    expression: Annotated[str, Field(description="An arithmetic expression, like '(2 + 3) * sqrt(16) / 4'")],
+    expression: Annotated[str, Field(description="Arithmetic on numbers, written as in Python")],
 ) -> str:
-    """Calculate an arithmetic expression and return the number. Use ** for powers."""
+    """Calculate an arithmetic expression on numbers and return the result. Use ** for powers."""
     return format_number(evaluate(expression))
 
 

@@ -37,8 +37,8 @@ def _no_default(schema: dict[str, Any]) -> None:
 
 
 DirPath = Annotated[str, Field(description="Directory path relative to the workspace root; '.' is the root")]
-FilePath = Annotated[str, Field(description="File path relative to the workspace root, like 'src/main.py'")]
-StartLine = Annotated[int, Field(ge=1, description="First line to read (1 is the first line)")]
+FilePath = Annotated[str, Field(description="File path relative to the workspace root")]
+StartLine = Annotated[int, Field(ge=1, description="First line to read; only for long files")]
 EndLine = Annotated[
     int | SkipJsonSchema[None],
     Field(description="Last line to read; leave it out to read to the end", json_schema_extra=_no_default),
@@ -107,7 +107,7 @@ class FileTools:
         end_line: EndLine = None,
         cancel: CancelToken | None = None,
     ) -> str:
-        """Read a text file. Each line is shown with its line number, like '12: text'."""
+        """Read a whole text file. Each line is shown after its line number."""
         real, shown = self._existing_file(path)
         if end_line is not None and end_line < start_line:
             raise ToolError(
@@ -156,7 +156,7 @@ class FileTools:
         regex: IsRegex = False,
         cancel: CancelToken | None = None,
     ) -> str:
-        """Search text files for a pattern. Each match is shown as 'file:line: text'."""
+        """Search text files for a pattern. Each match is shown with its file and line number."""
         if pattern == "":
             raise ToolError("pattern is empty. Give the text to search for.")
         matches = _matcher(pattern, regex)
@@ -293,9 +293,7 @@ class FileTools:
     def _text_file_candidates(self, directory: Path) -> Iterator[Path]:
         """Regular files below `directory` in sorted order, without hidden or generated directories."""
         for current, dirnames, filenames in os.walk(directory):
-            dirnames[:] = sorted(
-                name for name in dirnames if not name.startswith(".") and name not in SKIPPED_DIRS
-            )
+            dirnames[:] = _walked(dirnames)
             for name in sorted(filenames):
                 file = Path(current, name)
                 if file.is_symlink() and not self.workspace.contains(os.path.realpath(file)):
@@ -305,6 +303,25 @@ class FileTools:
                         yield file
                 except OSError:
                     continue
+
+
+def workspace_listing(workspace: Workspace, limit: int = 40) -> str:
+    """The workspace's files, one relative path a line, for the model to know what exists."""
+    files = []
+    for current, dirnames, filenames in os.walk(workspace.root):
+        dirnames[:] = _walked(dirnames)
+        files.extend(Path(current, name) for name in sorted(filenames) if not name.startswith("."))
+        if len(files) > limit:
+            break
+    shown = [workspace.relative(file) for file in files[:limit]]
+    if len(files) > limit:
+        shown.append("(more files not shown)")
+    return "\n".join(shown) if shown else "(no files)"
+
+
+def _walked(dirnames: list[str]) -> list[str]:
+    """The subdirectories worth walking into, in order: no hidden or generated ones."""
+    return sorted(name for name in dirnames if not name.startswith(".") and name not in SKIPPED_DIRS)
 
 
 def _status(real: Path, shown: str) -> os.stat_result | None:

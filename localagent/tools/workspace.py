@@ -17,7 +17,7 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 # Linux's PATH_MAX and NAME_MAX; longer paths fail in the OS with an error that shows the absolute path.
 _MAX_PATH_BYTES = 4095
 _MAX_NAME_BYTES = 255
-_HINT = "Use a path relative to the workspace root, like 'src/main.py' or '.'."
+_HINT = "Use a path relative to the workspace root; '.' is the root."
 
 
 class WorkspaceError(LocalagentError):
