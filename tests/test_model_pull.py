@@ -288,42 +288,38 @@ def test_installed_distributions_are_read_without_pip(setup: Setup, tmp_path: Pa
     assert (setup.home / "models" / "fake.gguf").read_bytes() == WHOLE
 
 
-def test_resolve_model_assembles_installed_parts_on_first_use(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def parts_installed_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Parts 1 to 3 installed for this process, an empty models home; returns the models file to write."""
     site = tmp_path / "site"
     install_parts(site, [1, 2, 3])
     monkeypatch.syspath_prepend(str(site))
     registry = tmp_path / "models.txt"
-    registry.write_text(
+    monkeypatch.setenv("LOCALAGENT_MODELS_FILE", str(registry))
+    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path / "home"))
+    return registry
+
+
+def test_resolve_model_assembles_installed_parts_on_first_use(parts_installed_here: Path) -> None:
+    parts_installed_here.write_text(
         registry_line("pip:fake-model-part{1..3}==1.0")
         + registry_line("pip:fake-model-part{1..3}==2.0", name="other-version")
     )
-    monkeypatch.setenv("LOCALAGENT_MODELS_FILE", str(registry))
-    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path / "home"))
     seen: list[tuple[int, int]] = []
     resolved = resolve_model("fake", progress=lambda done, total: seen.append((done, total)))
-    assert resolved.path == tmp_path / "home" / "models" / "fake.gguf"
+    assert resolved.path == parts_installed_here.parent / "home" / "models" / "fake.gguf"
     assert resolved.path.read_bytes() == WHOLE
     assert seen[-1] == (len(WHOLE), len(WHOLE))
     with pytest.raises(ModelUnavailable, match="localagent models pull other-version"):
         resolve_model("other-version")
 
 
-def test_installed_parts_that_do_not_match_models_txt_are_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    site = tmp_path / "site"
-    install_parts(site, [1, 2, 3])
-    monkeypatch.syspath_prepend(str(site))
-    registry = tmp_path / "models.txt"
-    registry.write_text(registry_line("pip:fake-model-part{1..3}==1.0", data=WHOLE[::-1]))
-    monkeypatch.setenv("LOCALAGENT_MODELS_FILE", str(registry))
-    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path / "home"))
+def test_installed_parts_that_do_not_match_models_txt_are_refused(parts_installed_here: Path) -> None:
+    parts_installed_here.write_text(registry_line("pip:fake-model-part{1..3}==1.0", data=WHOLE[::-1]))
     with pytest.raises(ModelUnavailable) as raised:
         resolve_model("fake")
     assert str(raised.value).startswith("model fake from installed pip:fake-model-part{1..3}==1.0: sha256 ")
-    assert list((tmp_path / "home" / "models").iterdir()) == []
+    assert list((parts_installed_here.parent / "home" / "models").iterdir()) == []
 
 
 def test_the_embedded_model_is_read_from_its_installed_part_packages() -> None:
