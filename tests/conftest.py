@@ -8,6 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from localagent.models import models_dir
+
+# Where `localagent models pull` put the user's models, before the session's own home replaces it:
+# tests read pulled instruct models from there and never write to it.
+USER_MODELS_DIR = models_dir()
+
 # One models directory for the whole session, so the embedded model is assembled once per run.
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="localagent-test-home-"))
 os.environ.setdefault("LOCALAGENT_HOME", str(_SESSION_HOME))

@@ -1,4 +1,5 @@
-"""The embedded model, loaded once per test session for the tests that run real llama.cpp decoding."""
+"""Real models for the tests that run llama.cpp decoding: the embedded one, loaded once per session,
+and the instruct models a developer pulls once with `localagent models pull NAME`."""
 
 from __future__ import annotations
 
@@ -8,13 +9,42 @@ import pytest
 
 from localagent.backends.decoding import LlamaSession
 from localagent.backends.llama_runtime import LoadSettings, load_llama
-from localagent.models import DEFAULT_MODEL, ResolvedModel, resolve_model
+from localagent.errors import ModelUnavailable
+from localagent.models import DEFAULT_MODEL, ResolvedModel, load_registry, resolve_model
 from localagent.tools import Tool, Workspace, select_tools
+
+INSTRUCT_MODEL = "qwen2.5-coder-1.5b-instruct"
 
 
 @pytest.fixture(scope="session")
 def embedded_model() -> ResolvedModel:
     return resolve_model(DEFAULT_MODEL)
+
+
+def installed_model(name: str) -> ResolvedModel:
+    """A registry model from the user's cache, or from installed packages; a missing one fails the test
+    with the command that fetches it (a test that needs a model must not pass by skipping)."""
+    from conftest import USER_MODELS_DIR
+
+    entry = load_registry()[name]
+    pulled = USER_MODELS_DIR / entry.file_name
+    if pulled.is_file() and pulled.stat().st_size == entry.size:
+        return ResolvedModel(pulled, entry)
+    try:
+        return resolve_model(name)
+    except ModelUnavailable:
+        pass
+    pytest.fail(
+        f"this test needs the model {name}, which is not installed; run: localagent models pull {name}",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def instruct_model(request: pytest.FixtureRequest) -> ResolvedModel:
+    """An installed instruct model: qwen2.5-coder-1.5b-instruct, or the name given by
+    `@pytest.mark.parametrize("instruct_model", [NAME, ...], indirect=True)`."""
+    return installed_model(getattr(request, "param", INSTRUCT_MODEL))
 
 
 @pytest.fixture(scope="session")

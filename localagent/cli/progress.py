@@ -1,7 +1,8 @@
-"""Progress for long work before a run starts: assembling the embedded model, loading it."""
+"""Progress for long work before a run starts: fetching or assembling a model file, loading it."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 import click
@@ -11,16 +12,26 @@ class ProgressReporter:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self._bar_label: str | None = None
+        self._task = "writing the model file"
+        self._position = (0, 0)
 
     def model_assembly(self, done: int, total: int) -> None:
+        self._position = (done, total)
         if not self.enabled:
             return
-        width = 30
+        width = 24
         filled = width * done // max(total, 1)
         bar = "#" * filled + "." * (width - filled)
-        label = f"writing the model file [{bar}] {done / 1e6:.0f}/{total / 1e6:.0f} MB"
-        click.echo("\r" + label, nl=False, err=True)
+        label = f"{self._task} [{bar}] {done / 1e6:.0f}/{total / 1e6:.0f} MB"
+        # One line that never wraps (\r returns to the start of the last line only); \x1b[K clears the rest.
+        label = label[: shutil.get_terminal_size().columns - 1]
+        click.echo("\r\x1b[K" + label, nl=False, err=True)
         self._bar_label = label
+
+    def model_step(self, task: str) -> None:
+        """Name what the model bar is waiting on now (a download), keeping the bytes written so far."""
+        self._task = task
+        self.model_assembly(*self._position)
 
     def stage(self, text: str) -> None:
         """A one-line note about slow work starting, cleared by done()."""
