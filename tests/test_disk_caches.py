@@ -17,7 +17,8 @@ from localagent.backends.text_turn import TextTurn
 from localagent.backends.token_reuse import TokenReuse
 from localagent.cancel import CancelToken
 from localagent.messages import Message, SystemMessage, UserMessage
-from localagent.models import ResolvedModel, cache_dir
+from localagent.models import ResolvedModel
+from localagent.paths import cache_dir
 from localagent.tools import Tool, Workspace, select_tools
 
 

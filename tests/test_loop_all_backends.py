@@ -18,8 +18,8 @@ from replay_server import ReplayServer
 from localagent.backends.openai_chat import OpenAIChatTurn
 from localagent.backends.scripted import ScriptedTurn, ScriptItem
 from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
-from localagent.runner import Runner, RunnerSettings, RunResult
 from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
+from localagent.runner import Runner, RunnerSettings, RunResult
 from localagent.tools.base import Tool
 from localagent.turn import ModelTurn
 

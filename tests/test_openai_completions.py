@@ -12,8 +12,8 @@ from openai_chunks import MODEL, completion_chunks
 from replay_server import ReplayServer
 
 from localagent.backends.openai_completions import GrammarField, completions_turn
-from localagent.backends.text_turn import TextTurn
 from localagent.backends.openai_http import SamplingParams
+from localagent.backends.text_turn import TextTurn
 from localagent.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.events import ContentDelta, Delta, Event, ReasoningDelta

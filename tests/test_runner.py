@@ -21,8 +21,8 @@ from localagent.messages import (
     ToolMessage,
     UserMessage,
 )
-from localagent.runner import Runner, RunnerSettings
 from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
+from localagent.runner import Runner, RunnerSettings
 from localagent.tools.base import Tool, ToolError
 from localagent.transcript import Transcript, read_messages
 

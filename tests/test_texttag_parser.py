@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from lark import Lark
 
+from localagent import prompts
 from localagent.errors import RecoverableTurnError
 from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent import prompts
 from localagent.texttag.grammar import GrammarOptions, build_grammar
 from localagent.texttag.json_repair import JsonUnreadable, load_json, read_json_object
 from localagent.texttag.parser import ParsedReply, parse_reply, strict_parts
@@ -350,8 +350,7 @@ def test_required_tool_choice_answered_with_a_final_answer(mode: str) -> None:
     error = failure("Thought: I know it.\nFinal Answer: 4", "required", tolerant=mode == "tolerant")
     assert error.problem == "no_required_call"
     assert error.feedback == (
-        "Format error: a tool call is required now, not an answer. "
-        f"Call one of the tools. {ACTION_SHAPE}"
+        f"Format error: a tool call is required now, not an answer. Call one of the tools. {ACTION_SHAPE}"
     )
 
 

@@ -84,7 +84,9 @@ def held_tokens(turn: TextTurn) -> list[int]:
 
 
 def held_text(turn: TextTurn) -> str:
-    return turn.generator.session.llama.detokenize(held_tokens(turn), special=True).decode("utf-8", errors="replace")
+    return turn.generator.session.llama.detokenize(held_tokens(turn), special=True).decode(
+        "utf-8", errors="replace"
+    )
 
 
 def assert_well_formed(result: Final | ToolRequests, tools: list[Tool], choice: ToolChoice) -> None:
@@ -266,7 +268,9 @@ def test_a_run_that_outgrows_the_context_with_every_observation_elided_is_a_clea
     turn = make_turn(tiny_model, LocalSettings(max_tokens=64), n_ctx=1024)
     # The question fits, but each step adds a reply and an elided observation's marker.
     messages = start("Summarize this: " + "the answer is not in this line of the file. " * 30)
-    with pytest.raises(BackendError, match=r"room for 960 beside the reply; raise --n-ctx or shorten the task"):
+    with pytest.raises(
+        BackendError, match=r"room for 960 beside the reply; raise --n-ctx or shorten the task"
+    ):
         for _ in range(20):
             result = turn(messages, [read_file.spec], NamedToolChoice(name="read_file"), CancelToken())
             assert isinstance(result, ToolRequests)

@@ -112,4 +112,3 @@ def build_tool_call_grammar(
     header = grammar_header("tool-call", callable_tools, tool_choice, detail)
     text = header + render_rules(reachable_rules(rules, "start"))
     return ReplyGrammar(text, tuple(tool.name for tool in callable_tools), tuple(loose))
-
