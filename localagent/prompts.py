@@ -16,17 +16,19 @@ from localagent.tools.spec import ToolSpec
 # --- the system prompt ---
 
 
-def system_prompt(workspace: str, listing: str | None = None) -> str:
-    """What every run starts with; `listing` is a short view of the workspace, when there is one."""
-    text = (
-        f"You are a careful assistant working in the directory {workspace}. "
-        "You call the tools yourself, one call at a time, and read their results; the user cannot. "
-        "Look at the files before you answer questions about them. "
-        "When you know the answer, give it in one or two sentences."
-    )
-    if listing:
-        text += f"\n\nFiles in the workspace:\n{listing}"
-    return text
+SYSTEM_PROMPT = (
+    "You are a careful assistant working in a folder of files. "
+    "You call the tools yourself, one call at a time, and read their results; the user cannot. "
+    "Look at the files before you answer questions about them. "
+    "When you know the answer, give it in one or two sentences."
+)
+
+
+def first_task(task: str, listing: str | None) -> str:
+    """The user's first task of a run, after a short view of the workspace when there is one."""
+    if not listing:
+        return task
+    return f"Files in the workspace:\n{listing}\n\n{task}"
 
 
 # --- the text-tag (ReAct) format ---

@@ -16,6 +16,7 @@ from localagent.cli.display import RunDisplay
 from localagent.cli.options import settings_from
 from localagent.cli.progress import ProgressReporter
 from localagent.events import ignore_event
+from localagent.messages import Message, SystemMessage, UserMessage
 from localagent.runner import Runner, RunnerSettings
 from localagent.settings import Settings
 from localagent.tools.files import workspace_listing
@@ -34,9 +35,17 @@ WORKSPACE_OPTION = click.option(
 YES_OPTION = click.option("--yes", "-y", is_flag=True, help="Approve file changes without asking.")
 
 
-def agent_instructions(workspace: Path, listing: bool = True) -> str:
+def opening_messages(task: str, workspace: Path, listing: bool = True) -> list[Message]:
+    """A run's first messages: the instructions, then the task after a view of the workspace.
+
+    The instructions are the same for every run, so a local model's KV snapshot of them (with the
+    tools) is reused across runs; what depends on the workspace comes after them.
+    """
     files = workspace_listing(Workspace(workspace)) if listing else None
-    return prompts.system_prompt(str(workspace), files)
+    return [
+        SystemMessage(content=prompts.SYSTEM_PROMPT),
+        UserMessage(content=prompts.first_task(task, files)),
+    ]
 
 
 @dataclass

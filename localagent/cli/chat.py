@@ -9,10 +9,10 @@ from typing import Any
 import click
 
 from localagent.cancel import CancelToken
-from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, agent_instructions, open_agent
+from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent, opening_messages
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.options import backend_options
-from localagent.messages import HISTORY, Message, SystemMessage, UserMessage
+from localagent.messages import HISTORY, Message, UserMessage
 
 HELP = "Commands: /tools, /reset, /save FILE, /help, /quit (or Ctrl-D)."
 
@@ -28,7 +28,7 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
     """
     agent = open_agent(params, workspace, yes=yes, transcript=None, show=True)
     runner, tools = agent.runner, agent.tool_names
-    fresh: list[Message] = [SystemMessage(content=agent_instructions(agent.root))]
+    fresh: list[Message] = []
     history = list(fresh)
     click.echo(f"localagent chat on {agent.backend_name}. {HELP}", err=True)
     try:
@@ -44,7 +44,10 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
                 continue
             cancel = CancelToken()
             with cancel_on_interrupt(cancel, lambda: click.echo("\ncancelling…", err=True)):
-                result = runner.run([*history, UserMessage(content=line)], cancel)
+                asked = (
+                    [*history, UserMessage(content=line)] if history else opening_messages(line, agent.root)
+                )
+                result = runner.run(asked, cancel)
             history = result.messages
             if result.answer:
                 click.echo(result.answer)

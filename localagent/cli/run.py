@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from localagent.cancel import CancelToken
-from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, agent_instructions, open_agent
+from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent, opening_messages
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.options import backend_options
-from localagent.messages import HISTORY, Message, SystemMessage, UserMessage
+from localagent.messages import HISTORY
 from localagent.runner import RunResult
 
 
@@ -44,10 +44,7 @@ def run(
     """
     silent = as_json or quiet
     agent = open_agent(params, workspace, yes=yes, transcript=transcript, show=not silent)
-    history: list[Message] = [
-        SystemMessage(content=agent_instructions(agent.root)),
-        UserMessage(content=task),
-    ]
+    history = opening_messages(task, agent.root)
     cancel = CancelToken()
 
     def first_interrupt() -> None:
