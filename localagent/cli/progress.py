@@ -1,4 +1,4 @@
-"""Progress for long work before a run starts: assembling the embedded model, loading it."""
+"""Progress on stderr for long work: assembling the embedded model, loading it, running a suite."""
 
 from __future__ import annotations
 
@@ -13,14 +13,16 @@ class ProgressReporter:
         self._bar_label: str | None = None
 
     def model_assembly(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        width = 30
-        filled = width * done // max(total, 1)
-        bar = "#" * filled + "." * (width - filled)
-        label = f"writing the model file [{bar}] {done / 1e6:.0f}/{total / 1e6:.0f} MB"
-        click.echo("\r" + label, nl=False, err=True)
-        self._bar_label = label
+        self._show(f"writing the model file [{_bar(done, total)}] {done / 1e6:.0f}/{total / 1e6:.0f} MB")
+
+    def count(self, what: str, done: int, total: int, note: str = "") -> None:
+        """A bar for work counted in items, e.g. tasks 3/48, with a note on the last item."""
+        self._show(f"{what} [{_bar(done, total)}] {done}/{total} {note}".rstrip())
+
+    def _show(self, label: str) -> None:
+        if self.enabled:
+            click.echo("\r\x1b[K" + label, nl=False, err=True)
+            self._bar_label = label
 
     def stage(self, text: str) -> None:
         """A one-line note about slow work starting, cleared by done()."""
@@ -32,3 +34,8 @@ class ProgressReporter:
         if self._bar_label is not None:
             click.echo("\r\x1b[K", nl=False, err=True)  # clear the line
             self._bar_label = None
+
+
+def _bar(done: int, total: int, width: int = 30) -> str:
+    filled = width * done // max(total, 1)
+    return "#" * filled + "." * (width - filled)
