@@ -7,7 +7,8 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -146,14 +147,12 @@ def test_the_table_shows_each_task_why_it_failed_and_the_totals(tmp_path: Path) 
     assert "2 tasks on script:script.json" in result.stderr
 
 
-class CrashingOnce:
-    """A turn that raises on its first call, then replays a script: a bug in a backend, met once."""
+@dataclass
+class FunctionTurn:
+    """A turn whose replies a test function gives: reply(messages, tools, tool_choice, cancel)."""
 
-    name = "crashing"
-
-    def __init__(self, items: list[str]) -> None:
-        self.crashed = False
-        self.script = ScriptedTurn(items)
+    reply: Callable[..., Final | ToolRequests]
+    name: str = "function"
 
     def __call__(
         self,
@@ -163,16 +162,24 @@ class CrashingOnce:
         cancel: CancelToken,
         on_delta: Any = None,
     ) -> Final | ToolRequests:
-        if not self.crashed:
-            self.crashed = True
-            raise RuntimeError("the backend broke")
-        return self.script(messages, tools, tool_choice, cancel, on_delta)
+        return self.reply(messages, tools, tool_choice, cancel)
 
 
 def test_a_task_that_crashes_the_agent_is_a_failure_and_the_suite_goes_on() -> None:
     tasks = [TASKS["no_tool-closest-planet"], TASKS["no_tool-japan-capital"]]
-    turn = CrashingOnce(list(tasks[1].solution))
-    outcome = run_suite(tasks, turn, workspaces=SUITE.workspaces, instructions=instructions)
+    script = ScriptedTurn(list(tasks[1].solution))
+
+    failures = iter([RuntimeError("the backend broke")])
+
+    def crash_once(*turn: Any) -> Final | ToolRequests:
+        failure = next(failures, None)
+        if failure:
+            raise failure
+        return script(*turn)
+
+    outcome = run_suite(
+        tasks, FunctionTurn(crash_once), workspaces=SUITE.workspaces, instructions=instructions
+    )
     crashed, solved = outcome.results
     assert (crashed.success, crashed.status) == (False, "error")
     assert crashed.error == "internal error: RuntimeError: the backend broke"
@@ -190,37 +197,23 @@ def test_a_crash_outside_the_runner_is_counted_too() -> None:
     assert (result.success, result.status, result.error) == (False, "error", "crashed: OSError: no prompt")
 
 
-class AnswersNothing:
-    """A thread-safe turn that calls list_dir once per task and then answers 'nothing'."""
-
-    name = "nothing"
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.threads: set[int] = set()
-
-    def __call__(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        cancel: CancelToken,
-        on_delta: Any = None,
-    ) -> Final | ToolRequests:
-        with self.lock:
-            self.threads.add(threading.get_ident())
-        if len(messages) == 2:
-            return ToolRequests(requests=[ToolRequest(id="c1", name="list_dir", arguments={"path": "."})])
-        return Final(content="nothing")
-
-
 def test_tasks_run_in_threads_and_come_back_in_suite_order(tmp_path: Path) -> None:
     tasks = SUITE.select(["read", "list"])
-    turn = AnswersNothing()
+    # The first four tasks wait for each other: a suite that ran them one by one would break the barrier.
+    together = threading.Barrier(4, timeout=10)
+    first_turns = iter(range(len(tasks)))
+
+    def list_then_answer(messages: Sequence[Message], *rest: Any) -> Final | ToolRequests:
+        if len(messages) > 2:
+            return Final(content="nothing")
+        if next(first_turns) < 4:
+            together.wait()
+        return ToolRequests(requests=[ToolRequest(id="c1", name="list_dir", arguments={"path": "."})])
+
     seen: list[str] = []
     outcome = run_suite(
         tasks,
-        turn,
+        FunctionTurn(list_then_answer),
         workspaces=SUITE.workspaces,
         concurrency=4,
         transcripts=tmp_path,
@@ -230,34 +223,26 @@ def test_tasks_run_in_threads_and_come_back_in_suite_order(tmp_path: Path) -> No
     assert [r.id for r in outcome.results] == [t.id for t in tasks]
     assert sorted(seen) == sorted(t.id for t in tasks)
     assert all(r.status == "final" and not r.success and r.tool_calls == 1 for r in outcome.results)
-    assert len(turn.threads) > 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{t.id}.jsonl" for t in tasks)
 
 
 def test_cancelling_keeps_the_finished_tasks_and_drops_the_interrupted_one() -> None:
     tasks = SUITE.select(["no_tool"])[:3]
     cancel = CancelToken()
+    answers = iter(["Au", "cancel"])
 
-    class CancelsOnSecondTask:
-        name = "cancels"
-        calls = 0
-
-        def __call__(
-            self,
-            messages: Sequence[Message],
-            tools: Sequence[ToolSpec],
-            tool_choice: ToolChoice,
-            token: CancelToken,
-            on_delta: Any = None,
-        ) -> Final | ToolRequests:
-            self.calls += 1
-            if self.calls == 2:
-                cancel.cancel()
-                token.raise_if_cancelled()
-            return Final(content="Au")
+    def cancel_in_the_second_task(messages: Sequence[Message], *rest: Any) -> Final | ToolRequests:
+        if next(answers) == "cancel":
+            cancel.cancel()
+            cancel.raise_if_cancelled()
+        return Final(content="Au")
 
     outcome = run_suite(
-        tasks, CancelsOnSecondTask(), workspaces=SUITE.workspaces, cancel=cancel, instructions=instructions
+        tasks,
+        FunctionTurn(cancel_in_the_second_task),
+        workspaces=SUITE.workspaces,
+        cancel=cancel,
+        instructions=instructions,
     )
     assert outcome.cancelled
     assert [r.id for r in outcome.results] == [tasks[0].id]

@@ -12,9 +12,9 @@ import tomllib
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from localagent.errors import LocalagentError
 
@@ -48,16 +48,13 @@ def _compiles(pattern: str) -> str:
     return pattern
 
 
+RelativePath = Annotated[str, AfterValidator(_relative_path)]
+Pattern = Annotated[str, AfterValidator(_compiles)]
+
+
 class FixtureWorkspace(_Strict):
     description: str
-    files: dict[str, str] = Field(min_length=1)
-
-    @field_validator("files")
-    @classmethod
-    def _plain_paths(cls, files: dict[str, str]) -> dict[str, str]:
-        for path in files:
-            _relative_path(path)
-        return files
+    files: dict[RelativePath, str] = Field(min_length=1)
 
     def write_to(self, root: Path) -> None:
         for path, text in self.files.items():
@@ -72,37 +69,16 @@ class Task(_Strict):
     workspace: str
     question: str = Field(min_length=1)
     tools: str = "default"
-    answer: list[str] = Field(default_factory=list)
-    reject: list[str] = Field(default_factory=list)
+    answer: list[Pattern] = Field(default_factory=list)
+    reject: list[Pattern] = Field(default_factory=list)
     number: float | None = None
     tolerance: float = Field(0.0, ge=0)
-    files: dict[str, str] = Field(default_factory=dict)
-    files_match: dict[str, list[str]] = Field(default_factory=dict)
+    files: dict[RelativePath, str] = Field(default_factory=dict)
+    files_match: dict[RelativePath, Annotated[list[Pattern], Field(min_length=1)]] = Field(
+        default_factory=dict
+    )
     solution: list[str] = Field(min_length=1)
     wrong: list[str] = Field(min_length=1)
-
-    @field_validator("answer", "reject")
-    @classmethod
-    def _valid_patterns(cls, patterns: list[str]) -> list[str]:
-        return [_compiles(pattern) for pattern in patterns]
-
-    @field_validator("files")
-    @classmethod
-    def _valid_files(cls, files: dict[str, str]) -> dict[str, str]:
-        for path in files:
-            _relative_path(path)
-        return files
-
-    @field_validator("files_match")
-    @classmethod
-    def _valid_file_patterns(cls, files: dict[str, list[str]]) -> dict[str, list[str]]:
-        for path, patterns in files.items():
-            _relative_path(path)
-            if not patterns:
-                raise ValueError(f"files_match for {path!r} needs at least one pattern")
-            for pattern in patterns:
-                _compiles(pattern)
-        return files
 
     @model_validator(mode="after")
     def _checks_fit_the_category(self) -> Task:
