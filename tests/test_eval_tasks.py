@@ -147,6 +147,19 @@ def test_the_table_shows_each_task_why_it_failed_and_the_totals(tmp_path: Path) 
     assert "2 tasks on script:script.json" in result.stderr
 
 
+def test_transcripts_go_to_a_new_folder_under_the_state_dir_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    model = script_file(tmp_path, list(TASKS["no_tool-python-def"].solution))
+    result = invoke("--model", model, "--task", "no_tool-python-def", "--json")
+    assert result.exit_code == 0, result.output
+    folder = Path(json.loads(result.stdout)["transcripts"])
+    assert folder.parent == tmp_path / "state" / "localagent" / "transcripts"
+    assert folder.name.startswith("tasks-")
+    assert [p.name for p in folder.iterdir()] == ["no_tool-python-def.jsonl"]
+
+
 @dataclass
 class FunctionTurn:
     """A turn whose replies a test function gives: reply(messages, tools, tool_choice, cancel)."""

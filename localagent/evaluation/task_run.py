@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from queue import Queue
 from typing import Any
@@ -68,22 +68,8 @@ class TaskResult:
     transcript: Path | None
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "category": self.category,
-            "success": self.success,
-            "status": self.status,
-            "steps": self.steps,
-            "tool_calls": self.tool_calls,
-            "tool_errors": self.tool_errors,
-            "format_errors": self.format_errors,
-            "identical_calls": self.identical_calls,
-            "repeated_calls": self.repeated_calls,
+        return asdict(self) | {
             "seconds": round(self.seconds, 3),
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "answer": self.answer,
-            "error": self.error,
             "problems": list(self.problems),
             "transcript": str(self.transcript) if self.transcript else None,
         }
