@@ -114,7 +114,7 @@ def tasks(
 
 
 def _transcripts_folder(chosen: Path | None) -> Path:
-    from localagent.cli.agent_setup import transcripts_dir
+    from localagent.paths import transcripts_dir
 
     folder = chosen or transcripts_dir() / time.strftime("tasks-%Y%m%d-%H%M%S")
     try:
