@@ -101,6 +101,10 @@ def test_a_run_that_does_not_answer_exits_1(tmp_path: Path) -> None:
         (["bench", "--model", "/nowhere/m.gguf"], "model file not found: /nowhere/m.gguf"),
         (["chat", "--model", "no-such-model"], "unknown model 'no-such-model'"),
         (["models", "verify", "unknown"], "unknown model 'unknown'"),
+        (["eval", "tasks", "--task", "nope"], "no task matches 'nope'"),
+        (["eval", "tasks", "--category", "bogus"], "unknown category 'bogus'"),
+        (["eval", "tasks", "--tools", "default"], "--tools does not apply to eval tasks"),
+        (["eval", "tasks", "--limit", "0"], "Invalid value for '--limit'"),
     ],
 )
 def test_bad_usage_exits_2_with_one_clear_line(args: list[str], message: str, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""`localagent eval`: offline benchmarks of the model turn; `eval bfcl` is the Berkeley Function
-Calling Leaderboard's AST categories."""
+"""`localagent eval`: offline benchmarks. `eval tasks` runs the task suite through the whole agent;
+`eval bfcl` asks the Berkeley Function Calling Leaderboard's AST categories, one model turn each."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from localagent.cli.eval_tasks_cmd import tasks
 from localagent.evaluation.bfcl_data import CATEGORIES, BfclDataError, check_category, default_data_dir
 from localagent.models import DEFAULT_MODEL
 
@@ -20,7 +21,10 @@ _LABELS = {"grammar": "grammar", "no_grammar": "no grammar"}
 
 @click.group(name="eval")
 def eval_group() -> None:
-    """Offline evaluations of the model turn on public benchmarks."""
+    """Offline evaluations: the task suite through the whole agent, and BFCL."""
+
+
+eval_group.add_command(tasks)
 
 
 @eval_group.command()

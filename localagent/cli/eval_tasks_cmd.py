@@ -1,0 +1,221 @@
+"""`localagent eval tasks`: the task suite through the whole agent, with a table or JSON of results.
+
+The suite, its checks and the running live in localagent/evaluation (tasks, task_checks, task_run).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from localagent.cli.options import backend_options, settings_from
+from localagent.cli.progress import ProgressReporter
+from localagent.errors import LocalagentError
+from localagent.evaluation.tasks import CATEGORIES, FixtureWorkspace, Task
+
+if TYPE_CHECKING:
+    from localagent.evaluation.task_run import SuiteRun, TaskResult
+    from localagent.settings import Settings
+    from localagent.turn import ModelTurn
+
+
+@click.command(name="tasks")
+@backend_options
+@click.option(
+    "--category",
+    "categories",
+    multiple=True,
+    metavar="NAME",
+    help=f"Only tasks of this category (repeatable): {', '.join(CATEGORIES)}.",
+)
+@click.option(
+    "--task",
+    "task_ids",
+    multiple=True,
+    metavar="ID",
+    help="Only this task id or glob, like 'edit-*' (repeatable).",
+)
+@click.option("--limit", type=click.IntRange(1), help="Only the first N chosen tasks. [default: all]")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 32),
+    default=1,
+    show_default=True,
+    help="Tasks run at once; above 1 only with --api-base (a local model runs one task at a time).",
+)
+@click.option(
+    "--transcripts",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for one JSONL transcript per task. "
+    "[default: a new folder under ~/.local/state/localagent/transcripts/]",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print all figures, per-task results and transcript paths as JSON.",
+)
+def tasks(
+    categories: tuple[str, ...],
+    task_ids: tuple[str, ...],
+    limit: int | None,
+    concurrency: int,
+    transcripts: Path | None,
+    as_json: bool,
+    **params: Any,
+) -> None:
+    """Run the built-in task suite through the agent and judge each run.
+
+    Everyday questions about small folders of files (read, search, list, compute, edit, multi-file,
+    no tool needed, impossible), each in a fresh copy of its workspace, file changes approved as with
+    --yes. Prints per task: success, steps, tool errors, format errors, identical calls in one reply,
+    seconds and tokens; then totals by category and overall. Each task names its own tools. Ctrl-C
+    stops the suite and prints the tasks that finished.
+    """
+    from localagent.evaluation.tasks import load_suite
+
+    if params.get("tools") is not None:
+        raise LocalagentError("--tools does not apply to eval tasks: each task names its own tools")
+    settings = settings_from(params)
+    suite = load_suite()
+    chosen = suite.select(categories, task_ids, limit)
+    if concurrency > 1 and not settings.api_base:
+        raise LocalagentError(
+            f"--concurrency {concurrency} needs --api-base: a local model runs one task at a time"
+        )
+    folder = _transcripts_folder(transcripts)
+    progress = ProgressReporter(enabled=True)
+    notices: list[str] = []
+    turn = _open_turn(settings, progress, notices)
+    if not as_json:
+        click.echo(f"{len(chosen)} tasks on {turn.name}; transcripts in {folder}", err=True)
+    outcome = _run_with_progress(chosen, suite.workspaces, turn, settings, folder, concurrency, progress)
+    for note in dict.fromkeys(notices):
+        click.echo(f"note: {note}", err=True)
+    if as_json:
+        payload = {
+            "backend": turn.name,
+            "settings": settings.model_dump(mode="json"),
+            "transcripts": str(folder),
+            "cancelled": outcome.cancelled,
+            **outcome.summary(),
+            "tasks": [result.as_json() for result in outcome.results],
+        }
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_task_report(outcome, turn.name, folder))
+    if outcome.cancelled:
+        sys.exit(130)
+
+
+def _transcripts_folder(chosen: Path | None) -> Path:
+    from localagent.paths import transcripts_dir
+
+    folder = chosen or transcripts_dir() / time.strftime("tasks-%Y%m%d-%H%M%S")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise LocalagentError(f"cannot create the transcripts folder {folder}: {error.strerror}") from None
+    return folder
+
+
+def _open_turn(settings: Settings, progress: ProgressReporter, notices: list[str]) -> ModelTurn:
+    """The backend, built once for the whole suite; its notices are kept to show once at the end."""
+    from localagent.backends.factory import open_backend
+
+    if not settings.api_base and not settings.model.startswith("script:"):
+        progress.stage(f"loading {settings.model}")
+    turn = open_backend(settings, progress.model_assembly, notices.append)
+    progress.done()
+    return turn
+
+
+def _run_with_progress(
+    chosen: list[Task],
+    workspaces: dict[str, FixtureWorkspace],
+    turn: ModelTurn,
+    settings: Settings,
+    folder: Path,
+    concurrency: int,
+    progress: ProgressReporter,
+) -> SuiteRun:
+    """The suite with a progress bar; the first Ctrl-C cancels the running tasks and keeps the rest."""
+    from localagent.cancel import CancelToken
+    from localagent.cli.interrupt import cancel_on_interrupt
+    from localagent.evaluation.task_run import run_suite
+
+    finished = 0
+
+    def show(result: TaskResult) -> None:
+        nonlocal finished
+        finished += 1
+        progress.count("tasks", finished, len(chosen), f"{'✓' if result.success else '✗'} {result.id}")
+
+    def first_interrupt() -> None:
+        progress.done()
+        click.echo("\nstopping: the running tasks are cancelled… (Ctrl-C again to quit now)", err=True)
+
+    cancel = CancelToken()
+    with cancel_on_interrupt(cancel, first_interrupt):
+        outcome = run_suite(
+            chosen,
+            turn,
+            workspaces=workspaces,
+            max_steps=settings.max_steps,
+            transcripts=folder,
+            concurrency=concurrency,
+            cancel=cancel,
+            on_result=show,
+        )
+    progress.done()
+    return outcome
+
+
+# Each task names its own tools: the shared --tools flag is refused, and hidden from the help.
+next(param for param in tasks.params if param.name == "tools").hidden = True
+
+
+def render_task_report(outcome: SuiteRun, backend: str, folder: Path) -> str:
+    summary = outcome.summary()
+    header = (
+        f"{'task':<30}{'ok':>3}{'steps':>7}{'tool err':>10}{'fmt err':>9}{'identical':>11}"
+        f"{'seconds':>9}{'tokens in/out':>16}"
+    )
+    lines = [header]
+    for r in outcome.results:
+        lines.append(
+            f"{r.id:<30}{'✓' if r.success else '✗':>3}{r.steps:>7}{r.tool_errors:>10}{r.format_errors:>9}"
+            f"{r.identical_calls:>11}{r.seconds:>9.1f}{f'{r.prompt_tokens}/{r.completion_tokens}':>16}"
+        )
+    failures = [r for r in outcome.results if not r.success]
+    if failures:
+        lines += ["", "why tasks failed:"]
+        lines += [f"  {r.id}: {_first_reason(r)}" for r in failures]
+    lines += ["", f"{'category':<14}{'tasks':>6}{'success':>9}{'median s':>10}"]
+    for name, totals in summary["categories"].items():
+        lines.append(
+            f"{name:<14}{totals['tasks']:>6}{totals['success_rate']:>9.1%}{totals['median_seconds']:>10.1f}"
+        )
+    overall = summary["overall"]
+    lines += [
+        "",
+        f"overall: {overall['successes']}/{overall['tasks']} tasks succeeded "
+        f"({overall['success_rate']:.1%}), median {overall['median_seconds']:.1f} s per task, {backend}",
+        f"{overall['identical_calls']} identical calls in one reply, {overall['repeated_calls']} repeated "
+        f"calls across steps, {overall['tool_failure_runs']} runs ended in tool_failures",
+        f"transcripts: {folder}",
+    ]
+    if outcome.cancelled:
+        lines.append("cancelled: the tasks not shown did not finish")
+    return "\n".join(lines)
+
+
+def _first_reason(result: TaskResult) -> str:
+    if result.status != "final" and result.error:
+        return f"{result.status}: {result.error}"
+    return result.problems[0] if result.problems else result.status

@@ -1,0 +1,301 @@
+"""Running suite tasks through the real runner and tools, one fresh copy of a workspace each.
+
+`run_suite` takes an already-built ModelTurn, so any backend (a local model loaded once, a server,
+a script) can be judged the same way, from the CLI or from Python.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from queue import Queue
+from typing import Any
+
+from localagent.cancel import CancelToken
+from localagent.evaluation.task_checks import check_run, snapshot
+from localagent.evaluation.tasks import CATEGORIES, FixtureWorkspace, Task
+from localagent.events import Event, FormatError, ToolFinished
+from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from localagent.runner import Runner, RunnerSettings
+from localagent.tool_execution import Approver
+from localagent.tools.base import Tool
+from localagent.tools.loading import select_tools
+from localagent.tools.workspace import Workspace
+from localagent.transcript import Transcript
+from localagent.turn import ModelTurn
+
+Instructions = Callable[[Path], str]
+OnResult = Callable[["TaskResult"], None]
+
+
+def default_instructions(workspace: Path) -> str:
+    """The system prompt `localagent run` uses; imported here only, so moving it is a one-line change."""
+    from localagent.cli.agent_setup import agent_instructions
+
+    return agent_instructions(workspace)
+
+
+def approve_all(tool: Tool, request: object) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    id: str
+    category: str
+    success: bool
+    status: str
+    steps: int
+    tool_calls: int
+    tool_errors: int
+    format_errors: int
+    identical_calls: int  # requests repeating an earlier request of the same reply
+    repeated_calls: int  # requests repeating a call of an earlier step (answered from the repeat guard)
+    seconds: float
+    prompt_tokens: int
+    completion_tokens: int
+    answer: str
+    error: str | None
+    problems: tuple[str, ...]
+    transcript: Path | None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self) | {
+            "seconds": round(self.seconds, 3),
+            "problems": list(self.problems),
+            "transcript": str(self.transcript) if self.transcript else None,
+        }
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    results: list[TaskResult]  # the tasks that finished, in suite order
+    cancelled: bool
+
+    def summary(self) -> dict[str, Any]:
+        results = self.results
+        categories = {
+            name: _totals([r for r in results if r.category == name])
+            for name in CATEGORIES
+            if any(r.category == name for r in results)
+        }
+        overall = {
+            **_totals(results),
+            "tool_calls": sum(r.tool_calls for r in results),
+            "tool_errors": sum(r.tool_errors for r in results),
+            "format_errors": sum(r.format_errors for r in results),
+            "identical_calls": sum(r.identical_calls for r in results),
+            "repeated_calls": sum(r.repeated_calls for r in results),
+            "tool_failure_runs": sum(r.status == "tool_failures" for r in results),
+            "prompt_tokens": sum(r.prompt_tokens for r in results),
+            "completion_tokens": sum(r.completion_tokens for r in results),
+            "statuses": {
+                status: sum(r.status == status for r in results)
+                for status in sorted({r.status for r in results})
+            },
+        }
+        return {"overall": overall, "categories": categories}
+
+
+def _totals(results: Sequence[TaskResult]) -> dict[str, Any]:
+    count = len(results)
+    successes = sum(r.success for r in results)
+    return {
+        "tasks": count,
+        "successes": successes,
+        "success_rate": round(successes / count, 4) if count else 0.0,
+        # The median resists the odd task slowed by other work on the machine.
+        "median_seconds": round(statistics.median(r.seconds for r in results), 3) if count else 0.0,
+    }
+
+
+def run_suite(
+    tasks: Sequence[Task],
+    turn: ModelTurn,
+    *,
+    workspaces: Mapping[str, FixtureWorkspace],
+    max_steps: int = 12,
+    transcripts: Path | None = None,
+    concurrency: int = 1,
+    cancel: CancelToken | None = None,
+    on_result: OnResult | None = None,
+    instructions: Instructions = default_instructions,
+) -> SuiteRun:
+    """Run each task; `concurrency` > 1 runs tasks in threads, so `turn` must then be thread-safe.
+
+    A cancelled suite stops starting tasks; the tasks it interrupted are left out of the results.
+    """
+    cancel = cancel or CancelToken()
+    base = Path(tempfile.mkdtemp(prefix="localagent-tasks-"))
+    # Each task runs in a folder of the same name, so the prompts of tasks differ only where the tasks
+    # do, and a local model reuses the KV cache of the instructions from one task to the next.
+    places: Queue[Path] = Queue()
+    for number in range(max(1, concurrency)):
+        places.put(base / f"run{number}")
+
+    def one(task: Task) -> TaskResult:
+        place = places.get()
+        try:
+            return run_task(
+                task,
+                workspaces[task.workspace],
+                turn,
+                max_steps=max_steps,
+                transcript=transcripts / f"{task.id}.jsonl" if transcripts else None,
+                cancel=cancel,
+                instructions=instructions,
+                parent=place,
+            )
+        finally:
+            places.put(place)
+
+    finished: dict[str, TaskResult] = {}
+
+    def keep(result: TaskResult) -> None:
+        if result.status == "cancelled" and cancel.cancelled:
+            return
+        finished[result.id] = result
+        if on_result:
+            on_result(result)
+
+    try:
+        if concurrency <= 1:
+            for task in tasks:
+                if cancel.cancelled:
+                    break
+                keep(one(task))
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                pending: set[Future[TaskResult]] = {pool.submit(one, task) for task in tasks}
+                while pending:
+                    done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        if not future.cancelled():
+                            keep(future.result())
+                    if cancel.cancelled:
+                        for future in pending:
+                            future.cancel()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return SuiteRun([finished[t.id] for t in tasks if t.id in finished], cancel.cancelled)
+
+
+def run_task(
+    task: Task,
+    fixture: FixtureWorkspace,
+    turn: ModelTurn,
+    *,
+    max_steps: int = 12,
+    transcript: Path | None = None,
+    cancel: CancelToken | None = None,
+    instructions: Instructions = default_instructions,
+    approve: Approver = approve_all,
+    parent: Path | None = None,
+) -> TaskResult:
+    """One task in a fresh copy of its workspace, `parent`/workspace (a new temporary folder when
+    `parent` is None), removed afterwards. Any crash is a failed result, not an error."""
+    with _workspace_copy(fixture, parent) as root:
+        before = snapshot(root)
+        record = _open_transcript(transcript, task)
+        events: list[Event] = []
+        messages: list[Message] = []
+        status, answer, steps, error = "error", "", 0, None
+        prompt_tokens = completion_tokens = 0
+        started = time.monotonic()
+        try:
+            runner = Runner(
+                turn,
+                select_tools(task.tools, Workspace(root)),
+                RunnerSettings(max_steps=max_steps),
+                on_event=events.append,
+                approve=approve,
+                transcript=record,
+            )
+            history: list[Message] = [
+                SystemMessage(content=instructions(root)),
+                UserMessage(content=task.question),
+            ]
+            result = runner.run(history, cancel)
+            status, answer, steps, error = result.status, result.answer, result.steps, result.error
+            messages = result.messages
+            prompt_tokens, completion_tokens = result.usage.prompt_tokens, result.usage.completion_tokens
+        except Exception as crash:  # noqa: BLE001 - a task that crashes the agent is a failure, not the end
+            error = f"crashed: {type(crash).__name__}: {crash}"
+        seconds = time.monotonic() - started
+        verdict = check_run(task, status, answer, before, snapshot(root))
+        if record:
+            record.write_note("verdict", success=verdict.success, problems=list(verdict.problems))
+            record.close()
+    identical = _identical_call_ids(messages)
+    return TaskResult(
+        id=task.id,
+        category=task.category,
+        success=verdict.success,
+        status=status,
+        steps=steps,
+        tool_calls=sum(isinstance(m, ToolMessage) for m in messages),
+        tool_errors=sum(isinstance(m, ToolMessage) and m.is_error for m in messages),
+        format_errors=sum(isinstance(e, FormatError) for e in events),
+        identical_calls=len(identical),
+        repeated_calls=sum(
+            isinstance(e, ToolFinished) and e.repeated and e.request_id not in identical for e in events
+        ),
+        seconds=seconds,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        answer=answer,
+        error=error,
+        problems=verdict.problems,
+        transcript=transcript,
+    )
+
+
+@contextmanager
+def _workspace_copy(fixture: FixtureWorkspace, parent: Path | None) -> Iterator[Path]:
+    with ExitStack() as stack:
+        if parent is None:
+            parent = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="localagent-task-")))
+        root = parent / "workspace"
+        shutil.rmtree(root, ignore_errors=True)
+        fixture.write_to(root)
+        try:
+            yield root
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _open_transcript(path: Path | None, task: Task) -> Transcript | None:
+    if path is None:
+        return None
+    path.unlink(missing_ok=True)  # one transcript per task: a rerun into the same folder replaces it
+    record = Transcript(path)
+    record.write_note("task", id=task.id, category=task.category, workspace=task.workspace, tools=task.tools)
+    return record
+
+
+def _identical_call_ids(messages: Sequence[Message]) -> set[str]:
+    """Ids of requests that repeat an earlier request of the same reply, same name and arguments."""
+    repeats: set[str] = set()
+    for message in messages:
+        if not isinstance(message, AssistantMessage):
+            continue
+        seen: set[tuple[str, str]] = set()
+        for request in message.tool_requests:
+            arguments = (
+                json.dumps(request.arguments, sort_keys=True)
+                if request.arguments is not None
+                else request.raw_arguments
+            )
+            key = (request.name, arguments)
+            if key in seen:
+                repeats.add(request.id)
+            seen.add(key)
+    return repeats
