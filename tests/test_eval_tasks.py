@@ -20,15 +20,23 @@ from localagent.cancel import CancelToken
 from localagent.cli import cli
 from localagent.evaluation.task_run import run_suite
 from localagent.evaluation.tasks import load_suite
-from localagent.messages import Final, Message, ToolChoice, ToolRequest, ToolRequests
+from localagent.messages import (
+    Final,
+    Message,
+    SystemMessage,
+    ToolChoice,
+    ToolRequest,
+    ToolRequests,
+    UserMessage,
+)
 from localagent.tools.spec import ToolSpec
 
 SUITE = load_suite()
 TASKS = {task.id: task for task in SUITE.tasks}
 
 
-def instructions(root: Path) -> str:
-    return "You are a careful assistant."
+def opening(question: str, root: Path) -> list[Message]:
+    return [SystemMessage(content="You are a careful assistant."), UserMessage(content=question)]
 
 
 def script_file(tmp_path: Path, items: list[str]) -> str:
@@ -190,9 +198,7 @@ def test_a_task_that_crashes_the_agent_is_a_failure_and_the_suite_goes_on() -> N
             raise failure
         return script(*turn)
 
-    outcome = run_suite(
-        tasks, FunctionTurn(crash_once), workspaces=SUITE.workspaces, instructions=instructions
-    )
+    outcome = run_suite(tasks, FunctionTurn(crash_once), workspaces=SUITE.workspaces, opening=opening)
     crashed, solved = outcome.results
     assert (crashed.success, crashed.status) == (False, "error")
     assert crashed.error == "internal error: RuntimeError: the backend broke"
@@ -201,11 +207,11 @@ def test_a_task_that_crashes_the_agent_is_a_failure_and_the_suite_goes_on() -> N
 
 
 def test_a_crash_outside_the_runner_is_counted_too() -> None:
-    def broken(root: Path) -> str:
+    def broken(question: str, root: Path) -> list[Message]:
         raise OSError("no prompt")
 
     tasks = [TASKS["no_tool-closest-planet"]]
-    outcome = run_suite(tasks, ScriptedTurn([]), workspaces=SUITE.workspaces, instructions=broken)
+    outcome = run_suite(tasks, ScriptedTurn([]), workspaces=SUITE.workspaces, opening=broken)
     (result,) = outcome.results
     assert (result.success, result.status, result.error) == (False, "error", "crashed: OSError: no prompt")
 
@@ -230,7 +236,7 @@ def test_tasks_run_in_threads_and_come_back_in_suite_order(tmp_path: Path) -> No
         workspaces=SUITE.workspaces,
         concurrency=4,
         transcripts=tmp_path,
-        instructions=instructions,
+        opening=opening,
         on_result=lambda r: seen.append(r.id),
     )
     assert [r.id for r in outcome.results] == [t.id for t in tasks]
@@ -255,7 +261,7 @@ def test_cancelling_keeps_the_finished_tasks_and_drops_the_interrupted_one() -> 
         FunctionTurn(cancel_in_the_second_task),
         workspaces=SUITE.workspaces,
         cancel=cancel,
-        instructions=instructions,
+        opening=opening,
     )
     assert outcome.cancelled
     assert [r.id for r in outcome.results] == [tasks[0].id]

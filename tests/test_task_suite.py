@@ -13,7 +13,7 @@ from localagent.backends.scripted import ScriptedTurn
 from localagent.evaluation.task_checks import answer_problems, check_run, numbers_in, whole_word
 from localagent.evaluation.task_run import TaskResult, run_task
 from localagent.evaluation.tasks import CATEGORIES, SuiteError, Task, load_suite
-from localagent.messages import ToolMessage
+from localagent.messages import Message, SystemMessage, ToolMessage, UserMessage
 from localagent.tools.loading import select_tools
 from localagent.tools.workspace import Workspace
 from localagent.transcript import read_messages
@@ -24,16 +24,14 @@ ANSWERED = [task for task in SUITE.tasks if task.category != "impossible" and no
 STEPS_LEFT = re.compile(r"\n\[(\d+ steps? left|1 step left[^\]]*)\]$")
 
 
-def instructions(root: Path) -> str:
-    return "You are a careful assistant."
+def opening(question: str, root: Path) -> list[Message]:
+    return [SystemMessage(content="You are a careful assistant."), UserMessage(content=question)]
 
 
 def run(task: Task, items: list[str], tmp_path: Path | None = None) -> TaskResult:
     transcript = tmp_path / f"{task.id}.jsonl" if tmp_path else None
     fixture = SUITE.workspaces[task.workspace]
-    return run_task(
-        task, fixture, ScriptedTurn(list(items)), transcript=transcript, instructions=instructions
-    )
+    return run_task(task, fixture, ScriptedTurn(list(items)), transcript=transcript, opening=opening)
 
 
 def test_the_suite_is_big_and_varied_enough() -> None:

@@ -23,7 +23,7 @@ from localagent.cancel import CancelToken
 from localagent.evaluation.task_checks import check_run, snapshot
 from localagent.evaluation.tasks import CATEGORIES, FixtureWorkspace, Task
 from localagent.events import Event, FormatError, ToolFinished
-from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from localagent.messages import AssistantMessage, Message, ToolMessage
 from localagent.runner import Runner, RunnerSettings
 from localagent.tool_execution import Approver
 from localagent.tools.base import Tool
@@ -32,15 +32,16 @@ from localagent.tools.workspace import Workspace
 from localagent.transcript import Transcript
 from localagent.turn import ModelTurn
 
-Instructions = Callable[[Path], str]
+# A run's first messages, from the task's question and its workspace.
+Opening = Callable[[str, Path], list[Message]]
 OnResult = Callable[["TaskResult"], None]
 
 
-def default_instructions(workspace: Path) -> str:
-    """The system prompt `localagent run` uses; imported here only, so moving it is a one-line change."""
-    from localagent.cli.agent_setup import agent_instructions
+def default_opening(question: str, workspace: Path) -> list[Message]:
+    """The first messages `localagent run` starts with."""
+    from localagent.cli.agent_setup import opening_messages
 
-    return agent_instructions(workspace)
+    return opening_messages(question, workspace)
 
 
 def approve_all(tool: Tool, request: object) -> bool:
@@ -127,7 +128,7 @@ def run_suite(
     concurrency: int = 1,
     cancel: CancelToken | None = None,
     on_result: OnResult | None = None,
-    instructions: Instructions = default_instructions,
+    opening: Opening = default_opening,
 ) -> SuiteRun:
     """Run each task; `concurrency` > 1 runs tasks in threads, so `turn` must then be thread-safe.
 
@@ -151,7 +152,7 @@ def run_suite(
                 max_steps=max_steps,
                 transcript=transcripts / f"{task.id}.jsonl" if transcripts else None,
                 cancel=cancel,
-                instructions=instructions,
+                opening=opening,
                 parent=place,
             )
         finally:
@@ -196,7 +197,7 @@ def run_task(
     max_steps: int = 12,
     transcript: Path | None = None,
     cancel: CancelToken | None = None,
-    instructions: Instructions = default_instructions,
+    opening: Opening = default_opening,
     approve: Approver = approve_all,
     parent: Path | None = None,
 ) -> TaskResult:
@@ -219,11 +220,7 @@ def run_task(
                 approve=approve,
                 transcript=record,
             )
-            history: list[Message] = [
-                SystemMessage(content=instructions(root)),
-                UserMessage(content=task.question),
-            ]
-            result = runner.run(history, cancel)
+            result = runner.run(opening(task.question, root), cancel)
             status, answer, steps, error = result.status, result.answer, result.steps, result.error
             messages = result.messages
             prompt_tokens, completion_tokens = result.usage.prompt_tokens, result.usage.completion_tokens
