@@ -131,6 +131,11 @@ def required_call(tool_choice: ToolChoice, shapes: str) -> str:
     return f"Format error: a tool call is required now, not an answer. Call {which}. {shapes}"
 
 
+LOOPING = (
+    "Format error: your reply kept repeating the same words, so it was stopped and nothing was run. "
+    "Write a short reply: one tool call, or your answer."
+)
+
 INTERRUPTED = (
     "Your reply was interrupted before it was complete (the connection to the model dropped), "
     "so nothing was run. Send your reply again."

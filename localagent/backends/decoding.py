@@ -20,7 +20,8 @@ from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 from localagent.cancel import CancelToken
 from localagent.errors import BackendError
 
-StopReason = Literal["end", "length", "cancelled"]
+# loop: the reply kept repeating the same few tokens, and was stopped before it reached the limit.
+StopReason = Literal["end", "length", "loop", "cancelled"]
 TextSink = Callable[[str], None]
 # Nucleus sampling looks at this many of the most likely tokens; the rest of a 262k vocabulary
 # holds a negligible share of the probability and sorting it would cost more than the model step.
@@ -191,6 +192,9 @@ class LlamaSession:
             if stop and output.cut_at(stop):
                 reason = "end"
                 break
+            if is_looping(output.tokens):
+                reason = "loop"
+                break
         stats.generated_tokens = len(output.tokens)
         stats.generate_seconds = time.perf_counter() - started - stats.prefill_seconds
         return Generation(output.finish(), output.tokens, reason, stats)
@@ -285,6 +289,21 @@ class _TextAccumulator:
         if tail:
             self._parts.append(tail)
         return "".join(self._parts)
+
+
+def is_looping(tokens: Sequence[int], span: int = 48, longest_period: int = 16) -> bool:
+    """Whether the last `span` tokens are one pattern of at most `longest_period` tokens, repeated.
+
+    Small models fall into such loops under greedy decoding ("/ 1000 / 1000 / 1000 …"); left alone
+    they run to the token limit, which on a laptop costs many seconds for nothing.
+    """
+    if len(tokens) < span:
+        return False
+    tail = tokens[-span:]
+    return any(
+        all(tail[index] == tail[index - period] for index in range(period, span))
+        for period in range(1, longest_period + 1)
+    )
 
 
 def _consume(matcher: LLMatcher, tokens: Sequence[int]) -> None:

@@ -10,9 +10,9 @@ from localagent.cancel import CancelToken
 from localagent.formats.base import Prompt, ReplyGrammar, TextSink
 from localagent.messages import Usage
 
-# end: the model (or its grammar) ended the reply; length: the token limit; interrupted: the
-# connection dropped mid-reply.
-ReplyStop = Literal["end", "length", "cancelled", "interrupted"]
+# end: the model (or its grammar) ended the reply; length: the token limit; loop: the reply kept
+# repeating itself and was stopped; interrupted: the connection dropped mid-reply.
+ReplyStop = Literal["end", "length", "loop", "cancelled", "interrupted"]
 
 
 @dataclass(frozen=True)

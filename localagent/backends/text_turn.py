@@ -50,14 +50,19 @@ class TextTurn:
             raise Cancelled()
         if reply.stop == "interrupted":
             raise RecoverableTurnError(prompts.INTERRUPTED, reply.text, "cut_off")
-        parsed = self.format.parse(
-            reply.text,
-            tools,
-            tool_choice,
-            constrained=grammar is not None,
-            cut_off=reply.stop == "length",
-            token_limit=self.generator.max_tokens,
-        )
+        try:
+            parsed = self.format.parse(
+                reply.text,
+                tools,
+                tool_choice,
+                constrained=grammar is not None,
+                cut_off=reply.stop in ("length", "loop"),
+                token_limit=self.generator.max_tokens,
+            )
+        except RecoverableTurnError as error:
+            if reply.stop == "loop" and error.problem == "cut_off":
+                raise RecoverableTurnError(prompts.LOOPING, reply.text, "cut_off") from None
+            raise
         if on_event is not None:
             for note in parsed.notes:
                 on_event(ReplyNote(text=note))

@@ -1,0 +1,50 @@
+"""The decode loop stops a reply that keeps repeating itself, and the model is told so."""
+
+from __future__ import annotations
+
+import pytest
+
+from localagent import prompts
+from localagent.backends.decoding import is_looping
+from localagent.backends.reply import Reply
+from localagent.backends.text_turn import TextTurn
+from localagent.cancel import CancelToken
+from localagent.errors import RecoverableTurnError
+from localagent.formats.react import ReactFormat
+from localagent.messages import SystemMessage, UserMessage
+
+
+@pytest.mark.parametrize("period", [1, 2, 5, 16])
+def test_a_tail_of_one_repeated_pattern_is_a_loop(period: int) -> None:
+    pattern = list(range(100, 100 + period))
+    tokens = [7, 8, 9] + pattern * (48 // period + 1)
+    assert is_looping(tokens)
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        list(range(200)),  # no repetition
+        [1, 2] * 23,  # repeated, but shorter than the span
+        list(range(17)) * 4,  # a period longer than 16
+        [5] * 47 + [6],  # the repetition is broken at the end
+    ],
+)
+def test_other_text_is_not_a_loop(tokens: list[int]) -> None:
+    assert not is_looping(tokens)
+
+
+class LoopingGenerator:
+    constrained = True
+    max_tokens = 64
+
+    def generate(self, prompt, grammar, cancel, on_text, stops=()) -> Reply:  # noqa: ANN001
+        return Reply('Thought: add\nAction: calculator\nAction Input: {"expression": "1 / 1 / 1 / 1', "loop")
+
+
+def test_a_looping_reply_gets_its_own_feedback() -> None:
+    turn = TextTurn(LoopingGenerator(), ReactFormat(), "loops")
+    messages = [SystemMessage(content="Be brief."), UserMessage(content="What is 1 / 1?")]
+    with pytest.raises(RecoverableTurnError) as caught:
+        turn(messages, [], "auto", CancelToken())
+    assert (caught.value.problem, caught.value.feedback) == ("cut_off", prompts.LOOPING)
