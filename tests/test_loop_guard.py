@@ -38,7 +38,7 @@ class LoopingGenerator:
     constrained = True
     max_tokens = 64
 
-    def generate(self, prompt, grammar, cancel, on_text, stops=()) -> Reply:  # noqa: ANN001
+    def generate(self, prompt, grammar, cancel, on_text, stops=()) -> Reply:
         return Reply('Thought: add\nAction: calculator\nAction Input: {"expression": "1 / 1 / 1 / 1', "loop")
 
 

@@ -12,10 +12,9 @@ import secrets
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, BinaryIO
 
 from pydantic import Field
-from pydantic.json_schema import SkipJsonSchema
 
 from localagent.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
@@ -31,18 +30,9 @@ SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidde
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    # An optional argument is shown as plain "integer"; "default": null would contradict that type.
-    schema.pop("default", None)
-
-
 DirPath = Annotated[str, Field(description="Directory path relative to the workspace root; '.' is the root")]
 FilePath = Annotated[str, Field(description="File path relative to the workspace root")]
-StartLine = Annotated[int, Field(ge=1, description="First line to read; only for long files")]
-EndLine = Annotated[
-    int | SkipJsonSchema[None],
-    Field(description="Last line to read; leave it out to read to the end", json_schema_extra=_no_default),
-]
+StartLine = Annotated[int, Field(ge=1, description="First line to read; only to read on in a long file")]
 Pattern = Annotated[str, Field(description="Text to find (case-sensitive)")]
 SearchPath = Annotated[
     str, Field(description="File or directory to search, relative to the workspace root; '.' is everything")
@@ -104,15 +94,14 @@ class FileTools:
         self,
         path: FilePath,
         start_line: StartLine = 1,
-        end_line: EndLine = None,
         cancel: CancelToken | None = None,
     ) -> str:
-        """Read a whole text file. Each line is shown after its line number."""
+        """Read a whole text file. Each line is shown after its line number.
+
+        There is no end line: a small model asked for lines 1 to 1 where it meant the whole file.
+        A long file is cut at READ_CHAR_LIMIT characters, with a notice saying where to read on.
+        """
         real, shown = self._existing_file(path)
-        if end_line is not None and end_line < start_line:
-            raise ToolError(
-                f"end_line ({end_line}) is before start_line ({start_line}). Use end_line >= start_line."
-            )
         shown_lines: list[str] = []
         used = 0
         next_line: int | None = None  # the first wanted line left out because of the size limit
@@ -124,8 +113,7 @@ class FileTools:
                 for total, raw in enumerate(_lines(file), start=1):
                     if total % 10_000 == 0 and cancel is not None:
                         cancel.raise_if_cancelled()
-                    wanted = total >= start_line and (end_line is None or total <= end_line)
-                    if not wanted or next_line is not None:
+                    if total < start_line or next_line is not None:
                         continue
                     line = f"{total}: {_display_line(raw)}"
                     if used + len(line) > READ_CHAR_LIMIT and shown_lines:
@@ -139,12 +127,11 @@ class FileTools:
             return f"{shown} is empty (0 lines)."
         if start_line > total:
             raise ToolError(f"start_line {start_line} is past the end of {shown}, which has {total} lines.")
-        last = min(end_line or total, total)
         if next_line is None:
-            return f"{shown}, lines {start_line}-{last} of {total}:\n" + "\n".join(shown_lines)
+            return f"{shown}, lines {start_line}-{total} of {total}:\n" + "\n".join(shown_lines)
         header = f"{shown}, lines {start_line}-{next_line - 1} of {total}:"
         notice = (
-            f"[Truncated: lines {next_line}-{last} are not shown because the output is limited to "
+            f"[Truncated: lines {next_line}-{total} are not shown because the output is limited to "
             f"{READ_CHAR_LIMIT} characters. To read on, call read_file with start_line={next_line}.]"
         )
         return "\n".join([header, *shown_lines, notice])
