@@ -170,7 +170,10 @@ ELIDED_OBSERVATION = "[older observation elided to fit the context window]"
 
 # --- tool errors ---
 
-REPEATED_CALL = "(You already made this exact call; this is its earlier result. Do not repeat it.)"
+REPEATED_CALL = (
+    "(You already made this exact call; this is its earlier result. Tools are off for your next "
+    "reply: answer from what you have found.)"
+)
 REPEATED_FAILED_CALL = "Tool error: not run: the same call earlier in this step failed."
 MISSING_RESULT = "Tool error: no result: the call was not run."
 CANCELLED_BEFORE = "Tool error: cancelled before it ran."

@@ -1,8 +1,7 @@
 """The ReAct loop: ask the model, run the tools it requests, feed the results back, until it answers.
 
-It knows nothing of models or HTTP: a `ModelTurn` does one turn, `ToolExecutor` runs the requests.
-The runner owns the step limit, the wrap-up, the breakers and the transcript.
-"""
+It knows nothing of models or HTTP: a `ModelTurn` does one turn, `ToolExecutor` runs the requests;
+the runner owns the step limit, the wrap-up, the breakers and the transcript."""
 
 from __future__ import annotations
 
@@ -144,7 +143,8 @@ class Runner:
             cancel.raise_if_cancelled()
             state.steps += 1
             last = state.steps >= max_steps
-            choice: ToolChoice = "none" if last else "auto"
+            # A step that only repeated earlier calls learned nothing: the model must answer now.
+            choice: ToolChoice = "none" if last or executor.only_repeats else "auto"
             result = self._take_turn(state, choice, cancel)
             if result is None:  # a malformed reply, already answered with feedback
                 if last:

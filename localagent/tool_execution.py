@@ -43,6 +43,8 @@ class ToolExecutor:
     max_requests: int = 8
     parallel: bool = True
     failure_streaks: dict[str, int] = field(default_factory=dict)
+    # Whether every call of the last step repeated an earlier one: the model learned nothing new.
+    only_repeats: bool = False
     _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def run_step(self, requests: Sequence[ToolRequest], cancel: CancelToken) -> list[ToolMessage]:
@@ -82,6 +84,7 @@ class ToolExecutor:
         flush_batch()
         for index, first in repeats:
             outcomes[index] = _repeat_of(outcomes[first])
+        self.only_repeats = bool(outcomes) and all(outcome and outcome.repeated for outcome in outcomes)
         return [self._finish(request, outcome) for request, outcome in zip(requests, outcomes, strict=True)]
 
     def tool_with_failure_streak(self, limit: int) -> str | None:

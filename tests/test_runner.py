@@ -149,6 +149,21 @@ def test_repeated_call_returns_earlier_result_without_running_again() -> None:
     assert [e.repeated for e in events if isinstance(e, ToolFinished)] == [False, True]
 
 
+def test_a_step_of_only_repeated_calls_turns_tools_off_for_the_next_reply() -> None:
+    items = [action("add", '{"a": 1, "b": 2}'), action("add", '{"a": 1, "b": 2}'), answer("3")]
+    result, turn, _ = run(items)
+    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "none"]
+    assert result.status == "final"
+
+
+def test_a_new_call_beside_a_repeated_one_keeps_tools_on() -> None:
+    first = action("add", '{"a": 1, "b": 2}')
+    both = first + 'Action: add\nAction Input: {"a": 2, "b": 2}\n'
+    result, turn, _ = run([first, both, answer("4")])
+    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto"]
+    assert result.status == "final"
+
+
 def test_file_changing_tool_in_between_allows_the_same_call_again() -> None:
     calls: list[str] = []
 
