@@ -96,7 +96,7 @@ def build_tool_call_grammar(
             loose.extend(f"{tool.name}: {note}" for note in converted.loose)
         rules["call_body"] = " | ".join(alternatives)
         # One line, then one or two line breaks before the first call.
-        rules["PREFACE"] = rf"/[^{banned}\s][^{banned}\n]{{0,400}}\n\n?/"
+        rules["PREFACE"] = rf"/[^{banned}\s][^{banned}\n]{{0,300}}\n\n?/"
     else:
         loose = []
         argument_rules = {}
