@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -245,7 +246,10 @@ def test_tasks_run_in_threads_and_come_back_in_suite_order(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{t.id}.jsonl" for t in tasks)
 
 
-def test_cancelling_keeps_the_finished_tasks_and_drops_the_interrupted_one() -> None:
+def test_cancelling_keeps_the_finished_tasks_and_drops_the_interrupted_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     tasks = SUITE.select(["no_tool"])[:3]
     cancel = CancelToken()
     answers = iter(["Au", "cancel"])
@@ -265,6 +269,20 @@ def test_cancelling_keeps_the_finished_tasks_and_drops_the_interrupted_one() -> 
     )
     assert outcome.cancelled
     assert [r.id for r in outcome.results] == [tasks[0].id]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_ctrl_c_ends_the_suite_at_once_and_leaves_no_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def interrupt(*turn: Any) -> Final | ToolRequests:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(SUITE.tasks[:2], FunctionTurn(interrupt), workspaces=SUITE.workspaces, opening=opening)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_command_refuses_concurrency_for_a_local_model() -> None:
@@ -308,9 +326,10 @@ def test_a_few_tasks_on_the_embedded_model_end_to_end(tmp_path: Path) -> None:
         timeout=900,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     payload = json.loads(result.stdout)
+    print(json.dumps(payload["tasks"], indent=1))  # shown when an assertion below fails
     tasks, overall = payload["tasks"], payload["overall"]
     assert payload["backend"].startswith("local")
     assert payload["settings"]["max_steps"] == 4
@@ -323,7 +342,7 @@ def test_a_few_tasks_on_the_embedded_model_end_to_end(tmp_path: Path) -> None:
     assert overall["tool_failure_runs"] == sum(t["status"] == "tool_failures" for t in tasks)
     assert sum(overall["statuses"].values()) == 3
     for task in tasks:
-        assert 1 <= task["steps"] <= 4
+        assert 1 <= task["steps"] <= 5  # the last step may be tried twice (the wrap-up retry)
         assert task["prompt_tokens"] > 0 and task["completion_tokens"] > 0
         assert task["seconds"] > 0
         assert task["success"] == (task["status"] == "final" and task["problems"] == [])
