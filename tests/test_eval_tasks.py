@@ -318,12 +318,15 @@ def test_a_few_tasks_on_the_embedded_model_end_to_end(tmp_path: Path) -> None:
             "edit-dentist-done",
             "--task",
             "no_tool-leap-year",
+            # Short runs: on a busy 2-core machine a full-length reply of this model takes minutes.
             "--max-steps",
-            "4",
+            "2",
+            "--max-tokens",
+            "96",
         ],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1500,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -332,7 +335,7 @@ def test_a_few_tasks_on_the_embedded_model_end_to_end(tmp_path: Path) -> None:
     print(json.dumps(payload["tasks"], indent=1))  # shown when an assertion below fails
     tasks, overall = payload["tasks"], payload["overall"]
     assert payload["backend"].startswith("local")
-    assert payload["settings"]["max_steps"] == 4
+    assert (payload["settings"]["max_steps"], payload["settings"]["max_tokens"]) == (2, 96)
     assert [t["id"] for t in tasks] == ["read-flour", "edit-dentist-done", "no_tool-leap-year"]
     assert overall["tasks"] == 3 == sum(c["tasks"] for c in payload["categories"].values())
     assert overall["successes"] == sum(t["success"] for t in tasks)
@@ -342,8 +345,10 @@ def test_a_few_tasks_on_the_embedded_model_end_to_end(tmp_path: Path) -> None:
     assert overall["tool_failure_runs"] == sum(t["status"] == "tool_failures" for t in tasks)
     assert sum(overall["statuses"].values()) == 3
     for task in tasks:
-        assert 1 <= task["steps"] <= 5  # the last step may be tried twice (the wrap-up retry)
-        assert task["prompt_tokens"] > 0 and task["completion_tokens"] > 0
+        assert 1 <= task["steps"] <= 3  # the last step may be tried twice (the wrap-up retry)
+        assert task["format_errors"] <= task["steps"]
+        if task["format_errors"] < task["steps"]:  # only well-formed replies report their tokens
+            assert task["prompt_tokens"] > 0 and task["completion_tokens"] > 0
         assert task["seconds"] > 0
         assert task["success"] == (task["status"] == "final" and task["problems"] == [])
         assert task["identical_calls"] + task["repeated_calls"] <= task["tool_calls"]
