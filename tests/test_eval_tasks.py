@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -245,7 +246,10 @@ def test_tasks_run_in_threads_and_come_back_in_suite_order(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{t.id}.jsonl" for t in tasks)
 
 
-def test_cancelling_keeps_the_finished_tasks_and_drops_the_interrupted_one() -> None:
+def test_cancelling_keeps_the_finished_tasks_and_drops_the_interrupted_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     tasks = SUITE.select(["no_tool"])[:3]
     cancel = CancelToken()
     answers = iter(["Au", "cancel"])
@@ -265,6 +269,20 @@ def test_cancelling_keeps_the_finished_tasks_and_drops_the_interrupted_one() -> 
     )
     assert outcome.cancelled
     assert [r.id for r in outcome.results] == [tasks[0].id]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_ctrl_c_ends_the_suite_at_once_and_leaves_no_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def interrupt(*turn: Any) -> Final | ToolRequests:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(SUITE.tasks[:2], FunctionTurn(interrupt), workspaces=SUITE.workspaces, opening=opening)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_command_refuses_concurrency_for_a_local_model() -> None:
@@ -300,20 +318,24 @@ def test_a_few_tasks_on_the_embedded_model_end_to_end(tmp_path: Path) -> None:
             "edit-dentist-done",
             "--task",
             "no_tool-leap-year",
+            # Short runs: on a busy 2-core machine a full-length reply of this model takes minutes.
             "--max-steps",
-            "4",
+            "2",
+            "--max-tokens",
+            "96",
         ],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1500,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     payload = json.loads(result.stdout)
+    print(json.dumps(payload["tasks"], indent=1))  # shown when an assertion below fails
     tasks, overall = payload["tasks"], payload["overall"]
     assert payload["backend"].startswith("local")
-    assert payload["settings"]["max_steps"] == 4
+    assert (payload["settings"]["max_steps"], payload["settings"]["max_tokens"]) == (2, 96)
     assert [t["id"] for t in tasks] == ["read-flour", "edit-dentist-done", "no_tool-leap-year"]
     assert overall["tasks"] == 3 == sum(c["tasks"] for c in payload["categories"].values())
     assert overall["successes"] == sum(t["success"] for t in tasks)
@@ -323,8 +345,10 @@ def test_a_few_tasks_on_the_embedded_model_end_to_end(tmp_path: Path) -> None:
     assert overall["tool_failure_runs"] == sum(t["status"] == "tool_failures" for t in tasks)
     assert sum(overall["statuses"].values()) == 3
     for task in tasks:
-        assert 1 <= task["steps"] <= 4
-        assert task["prompt_tokens"] > 0 and task["completion_tokens"] > 0
+        assert 1 <= task["steps"] <= 3  # the last step may be tried twice (the wrap-up retry)
+        assert task["format_errors"] <= task["steps"]
+        if task["format_errors"] < task["steps"]:  # only well-formed replies report their tokens
+            assert task["prompt_tokens"] > 0 and task["completion_tokens"] > 0
         assert task["seconds"] > 0
         assert task["success"] == (task["status"] == "final" and task["problems"] == [])
         assert task["identical_calls"] + task["repeated_calls"] <= task["tool_calls"]

@@ -136,9 +136,7 @@ def run_suite(
     """
     cancel = cancel or CancelToken()
     base = Path(tempfile.mkdtemp(prefix="localagent-tasks-"))
-    # Each task runs in a folder of the same name, so the prompts of tasks differ only where the tasks
-    # do, and a local model reuses the KV cache of the instructions from one task to the next.
-    places: Queue[Path] = Queue()
+    places: Queue[Path] = Queue()  # one folder per worker, reused task after task
     for number in range(max(1, concurrency)):
         places.put(base / f"run{number}")
 
