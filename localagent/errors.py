@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from localagent.messages import Usage
 
 FormatProblem = Literal["unparsable", "cut_off", "no_required_call", "empty"]
 
@@ -22,11 +25,15 @@ class RecoverableTurnError(LocalagentError):
     The runner keeps `raw` in the history and sends `feedback` back, so the model can correct itself.
     """
 
-    def __init__(self, feedback: str, raw: str = "", problem: FormatProblem = "unparsable") -> None:
+    def __init__(
+        self, feedback: str, raw: str = "", problem: FormatProblem = "unparsable", usage: Usage | None = None
+    ) -> None:
         super().__init__(feedback)
         self.feedback = feedback
         self.raw = raw
         self.problem = problem
+        # What the malformed reply cost; the runner counts it with the rest of the run.
+        self.usage = usage
 
 
 class BackendError(LocalagentError):

@@ -49,10 +49,13 @@ class ReplyNote(_Event):
     text: str
 
 
+TurnKind = Literal["final", "tool_requests", "format_error"]
+
+
 class TurnFinished(_Event):
     type: Literal["turn_finished"] = "turn_finished"
     step: int
-    kind: Literal["final", "tool_requests", "format_error"]
+    kind: TurnKind
     seconds: float
     usage: Usage | None = None
 

@@ -21,6 +21,7 @@ from localagent.events import (
     RunStarted,
     RunStatus,
     TurnFinished,
+    TurnKind,
     TurnStarted,
     ignore_event,
 )
@@ -133,9 +134,7 @@ class Runner:
             self._emit(
                 RunFinished(status=status, answer=answer, steps=state.steps, usage=state.usage, error=error)
             )
-        return RunResult(
-            outcome.status, outcome.answer, state.steps, state.messages, state.usage, outcome.error
-        )
+        return RunResult(status, answer, state.steps, state.messages, state.usage, error)
 
     def _loop(self, state: _RunState, executor: ToolExecutor, cancel: CancelToken) -> _Stop:
         max_steps = self.settings.max_steps
@@ -185,21 +184,21 @@ class Runner:
         except RecoverableTurnError as error:
             state.format_errors += 1
             self._emit(FormatError(step=state.steps, problem=error.problem, feedback=error.feedback))
-            self._emit(TurnFinished(step=state.steps, kind="format_error", seconds=_since(started)))
+            self._count_turn(state, "format_error", started, error.usage)
             self._append(state, AssistantMessage(content=error.raw))
             self._append(state, UserMessage(content=error.feedback, feedback=True))
-            if state.format_errors >= self.settings.max_format_errors:
-                count = state.format_errors
+            if (count := state.format_errors) >= self.settings.max_format_errors:
                 detail = f"the model gave {count} malformed replies in a row; last: {error.feedback}"
                 raise state.stop("error", detail) from None
             return None
         state.format_errors = 0
-        state.usage += result.usage or Usage()
-        self._emit(
-            TurnFinished(step=state.steps, kind=result.kind, seconds=_since(started), usage=result.usage)
-        )
+        self._count_turn(state, result.kind, started, result.usage)
         self._append(state, assistant_message_for(result))
         return result
+
+    def _count_turn(self, state: _RunState, kind: TurnKind, started: float, usage: Usage | None) -> None:
+        state.usage += usage or Usage()
+        self._emit(TurnFinished(step=state.steps, kind=kind, seconds=_since(started), usage=usage))
 
     def _use_wrap_up_retry(self, state: _RunState) -> None:
         if state.wrap_up_retried:

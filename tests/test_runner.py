@@ -11,14 +11,16 @@ import pytest
 
 from localagent.backends.scripted import ScriptedTurn
 from localagent.cancel import CancelToken
-from localagent.errors import BackendError
+from localagent.errors import BackendError, RecoverableTurnError
 from localagent.events import Event, ToolFinished, ToolStarted
 from localagent.messages import (
     HISTORY,
     AssistantMessage,
+    Final,
     Message,
     SystemMessage,
     ToolMessage,
+    Usage,
     UserMessage,
 )
 from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
@@ -407,3 +409,22 @@ def test_history_round_trips_through_json_without_loss() -> None:
 def test_settings_reject_a_step_limit_below_one(max_steps: int) -> None:
     with pytest.raises(ValueError, match="max_steps"):
         RunnerSettings(max_steps=max_steps)
+
+
+def test_a_malformed_reply_still_counts_its_tokens() -> None:
+    class Costly:
+        name = "costly"
+
+        def __init__(self) -> None:
+            self.replies = 0
+
+        def __call__(self, messages, tools, tool_choice, cancel, on_event=None):  # noqa: ANN001
+            self.replies += 1
+            usage = Usage(prompt_tokens=10, completion_tokens=5)
+            if self.replies == 1:
+                raise RecoverableTurnError("Format error: x.", "garbled", "unparsable", usage)
+            return Final(content="done", usage=usage)
+
+    result = Runner(Costly(), TOOLS).run(history())
+    assert result.status == "final"
+    assert result.usage == Usage(prompt_tokens=20, completion_tokens=10)

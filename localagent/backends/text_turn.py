@@ -49,7 +49,7 @@ class TextTurn:
         if reply.stop == "cancelled":
             raise Cancelled()
         if reply.stop == "interrupted":
-            raise RecoverableTurnError(prompts.INTERRUPTED, reply.text, "cut_off")
+            raise RecoverableTurnError(prompts.INTERRUPTED, reply.text, "cut_off", reply.usage)
         try:
             parsed = self.format.parse(
                 reply.text,
@@ -60,9 +60,9 @@ class TextTurn:
                 token_limit=self.generator.max_tokens,
             )
         except RecoverableTurnError as error:
-            if reply.stop == "loop" and error.problem == "cut_off":
-                raise RecoverableTurnError(prompts.LOOPING, reply.text, "cut_off") from None
-            raise
+            looped = reply.stop == "loop" and error.problem == "cut_off"
+            feedback = prompts.LOOPING if looped else error.feedback
+            raise RecoverableTurnError(feedback, error.raw, error.problem, reply.usage) from None
         if on_event is not None:
             for note in parsed.notes:
                 on_event(ReplyNote(text=note))
