@@ -418,7 +418,7 @@ def test_a_malformed_reply_still_counts_its_tokens() -> None:
         def __init__(self) -> None:
             self.replies = 0
 
-        def __call__(self, messages, tools, tool_choice, cancel, on_event=None):  # noqa: ANN001
+        def __call__(self, messages, tools, tool_choice, cancel, on_event=None):
             self.replies += 1
             usage = Usage(prompt_tokens=10, completion_tokens=5)
             if self.replies == 1:
