@@ -80,10 +80,21 @@ def test_read_file_numbers_lines(tools: FileTools) -> None:
     )
 
 
-def test_read_file_reads_on_from_a_line(tools: FileTools) -> None:
-    assert tools.read_file("src/main.py", start_line=3) == (
-        "src/main.py, lines 3-4 of 4:\n3: def main():\n4:     print('hello')"
-    )
+def test_a_short_file_is_shown_whole_whatever_the_start_line(tools: FileTools) -> None:
+    whole = "src/main.py, lines 1-4 of 4:\n1: import os\n2: \n3: def main():\n4:     print('hello')"
+    assert tools.read_file("src/main.py", start_line=3) == whole
+    assert tools.read_file("src/main.py", start_line=9) == whole
+
+
+def test_a_long_file_is_read_on_from_a_line(tools: FileTools, ws: Path) -> None:
+    (ws / "big.txt").write_text("".join(f"line {number} " + "x" * 70 + "\n" for number in range(1, 501)))
+    assert tools.read_file("big.txt", start_line=499).splitlines() == [
+        "big.txt, lines 499-500 of 500:",
+        "499: line 499 " + "x" * 70,
+        "500: line 500 " + "x" * 70,
+    ]
+    with pytest.raises(ToolError, match=r"start_line 501 is past the end of big\.txt, which has 500 lines"):
+        tools.read_file("big.txt", start_line=501)
 
 
 def test_read_file_truncates_with_a_notice_that_says_how_to_read_on(tools: FileTools, ws: Path) -> None:
@@ -122,8 +133,6 @@ def test_read_file_refuses_binary_files(tools: FileTools, ws: Path) -> None:
 def test_read_file_errors(tools: FileTools, ws: Path) -> None:
     (ws / "empty.txt").write_text("")
     assert tools.read_file("empty.txt") == "empty.txt is empty (0 lines)."
-    with pytest.raises(ToolError, match=r"start_line 9 is past the end of src/main\.py, which has 4 lines"):
-        tools.read_file("src/main.py", start_line=9)
     with pytest.raises(ToolError, match=r"No such file: src/nope\.py\. Use list_dir"):
         tools.read_file("src/nope.py")
     with pytest.raises(ToolError, match="src is a directory, not a file"):

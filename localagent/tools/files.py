@@ -99,11 +99,13 @@ class FileTools:
         """Read a whole text file. Each line is shown after its line number.
 
         There is no end line: a small model asked for lines 1 to 1 where it meant the whole file.
-        A long file is cut at READ_CHAR_LIMIT characters, with a notice saying where to read on.
+        For the same reason a file short enough to show whole is shown whole, whatever start_line
+        says. A long file is cut at READ_CHAR_LIMIT characters, with a notice saying where to read on.
         """
         real, shown = self._existing_file(path)
+        whole: list[str] | None = []  # every line, while the whole file still fits
         shown_lines: list[str] = []
-        used = 0
+        used = whole_used = 0
         next_line: int | None = None  # the first wanted line left out because of the size limit
         total = 0
         try:
@@ -113,9 +115,15 @@ class FileTools:
                 for total, raw in enumerate(_lines(file), start=1):
                     if total % 10_000 == 0 and cancel is not None:
                         cancel.raise_if_cancelled()
+                    line = f"{total}: {_display_line(raw)}"
+                    if whole is not None:
+                        whole_used += len(line) + 1
+                        if whole_used > READ_CHAR_LIMIT + 1:
+                            whole = None
+                        else:
+                            whole.append(line)
                     if total < start_line or next_line is not None:
                         continue
-                    line = f"{total}: {_display_line(raw)}"
                     if used + len(line) > READ_CHAR_LIMIT and shown_lines:
                         next_line = total
                         continue
@@ -125,6 +133,8 @@ class FileTools:
             raise ToolError(f"Cannot read {shown}: {error.strerror}.") from None
         if total == 0:
             return f"{shown} is empty (0 lines)."
+        if whole is not None:
+            return f"{shown}, lines 1-{total} of {total}:\n" + "\n".join(whole)
         if start_line > total:
             raise ToolError(f"start_line {start_line} is past the end of {shown}, which has {total} lines.")
         if next_line is None:
