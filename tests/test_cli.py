@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from localagent.cli.helpdoc import README, readme_with_reference
+from localagent.cli.helpdoc import readme_with_reference
 from localagent.transcript import read_messages
+
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def localagent(*args: str, cwd: Path | None = None, stdin: str = "", env: dict[str, str] | None = None):

@@ -20,7 +20,7 @@ from localagent.evaluation.bfcl_checker import (
     expected_function,
     standardize_string,
 )
-from localagent.evaluation.bfcl_data import BfclCase, BfclDataError, default_data_dir, load_cases
+from localagent.evaluation.bfcl_data import BfclCase, BfclDataError, load_cases
 from localagent.evaluation.bfcl_functions import (
     BfclCall,
     BfclFunction,
@@ -288,16 +288,6 @@ def test_cases_load_by_category_and_limit(tmp_path: Path) -> None:
         load_cases(tmp_path, "simple")
 
 
-def test_the_default_data_folder_is_the_checkouts_then_the_shared_one(tmp_path: Path) -> None:
-    checkout = tmp_path / "main"
-    shared = tmp_path / "shared" / "external" / "bfcl"
-    assert default_data_dir(checkout) is None
-    shared.mkdir(parents=True)
-    assert default_data_dir(checkout) == shared
-    (checkout / "tests" / "external" / "bfcl").mkdir(parents=True)
-    assert default_data_dir(checkout) == checkout / "tests" / "external" / "bfcl"
-
-
 # --- the command line ------------------------------------------------------------------------------------
 
 
@@ -310,7 +300,10 @@ def localagent(*arguments: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--category", "everything"], "unknown BFCL category 'everything'; choose one of simple, multiple"),
+        (
+            ["--category", "everything", "--data", str(BFCL)],
+            "unknown BFCL category 'everything'; choose one of simple, multiple",
+        ),
         (["--data", "/nonexistent/bfcl"], "BFCL data folder not found: /nonexistent/bfcl"),
     ],
 )
@@ -333,7 +326,7 @@ def test_a_data_folder_without_the_category_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("category", ["simple", "parallel", "irrelevance"])
 def test_the_embedded_model_with_the_grammar_always_replies_in_structure(category: str) -> None:
-    done = localagent("eval", "bfcl", "--category", category, "--limit", "3", "--json")
+    done = localagent("eval", "bfcl", "--category", category, "--limit", "3", "--json", "--data", str(BFCL))
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
     assert {k: figures[k] for k in ("benchmark", "category", "questions", "max_tokens")} == {

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from localagent.cli.eval_tasks_cmd import tasks
-from localagent.evaluation.bfcl_data import CATEGORIES, BfclDataError, check_category, default_data_dir
+from localagent.cli.options import setting_option
+from localagent.evaluation.bfcl_data import CATEGORIES, BfclDataError, check_category
 from localagent.models import DEFAULT_MODEL
+from localagent.settings import Settings
 
 if TYPE_CHECKING:
     from localagent.evaluation.bfcl_run import QuestionResult
@@ -43,9 +45,10 @@ eval_group.add_command(tasks)
     "--data",
     "data_dir",
     type=click.Path(path_type=Path),
-    help="A BFCL v3 folder. [default: tests/external/bfcl of the checkout, else "
-    "../shared/external/bfcl next to it]",
+    required=True,
+    help="A BFCL v3 folder: BFCL_v3_<category>.json and possible_answer/ from the gorilla repository.",
 )
+@setting_option("tool_format")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures and per-question results as JSON.")
 def bfcl(
     category: str,
@@ -53,7 +56,8 @@ def bfcl(
     no_grammar: bool,
     max_tokens: int,
     model: str,
-    data_dir: Path | None,
+    data_dir: Path,
+    tool_format: str | None,
     as_json: bool,
 ) -> None:
     """Ask BFCL questions, one model turn each, and score the calls by BFCL's AST rules.
@@ -68,12 +72,7 @@ def bfcl(
     from localagent.models import resolve_model
 
     check_category(category)
-    folder = data_dir or default_data_dir()
-    if folder is None:
-        raise BfclDataError(
-            "no BFCL data found (looked for tests/external/bfcl in the checkout and "
-            "../shared/external/bfcl next to it); pass --data DIR"
-        )
+    folder = data_dir
     if not folder.is_dir():
         raise BfclDataError(f"BFCL data folder not found: {folder}")
     cases = load_cases(folder, category, limit)
@@ -92,7 +91,14 @@ def bfcl(
             )
 
     figures = evaluate_bfcl(
-        resolved, category, cases, data_dir=folder, columns=columns, max_tokens=max_tokens, progress=progress
+        resolved,
+        category,
+        cases,
+        data_dir=folder,
+        columns=columns,
+        max_tokens=max_tokens,
+        progress=progress,
+        tool_format=tool_format or Settings.model_fields["tool_format"].default,
     )
     click.echo(json.dumps(figures, indent=2) if as_json else render_table(figures))
 

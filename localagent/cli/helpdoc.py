@@ -1,6 +1,7 @@
 """The command reference in README.md, generated from the real `--help` of every command.
 
-`python -m localagent.cli.helpdoc --write` refreshes it; a test checks it is current.
+`python -m localagent.cli.helpdoc --write [README.md]`, run in the checkout, refreshes it; a test
+checks it is current.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from click.testing import CliRunner
 from localagent.cli import cli
 
 START, END = "<!-- help:start -->", "<!-- help:end -->"
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -51,12 +51,14 @@ def readme_with_reference(readme: str) -> str:
 
 
 def main() -> None:
-    current = README.read_text(encoding="utf-8")
+    names = [argument for argument in sys.argv[1:] if argument != "--write"]
+    readme = Path(names[0] if names else "README.md")
+    current = readme.read_text(encoding="utf-8")
     updated = readme_with_reference(current)
     if "--write" in sys.argv:
-        README.write_text(updated, encoding="utf-8")
+        readme.write_text(updated, encoding="utf-8")
     elif updated != current:
-        sys.exit("README.md's command reference is out of date: run python -m localagent.cli.helpdoc --write")
+        sys.exit(f"{readme}'s command reference is out of date: run python -m localagent.cli.helpdoc --write")
 
 
 if __name__ == "__main__":

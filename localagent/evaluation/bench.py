@@ -7,6 +7,7 @@ Figures are medians and p90s over generations, and ratios between paths: these m
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -165,34 +167,11 @@ def _conversation(task: str) -> list[Message]:
 
 
 def ten_tool_specs() -> list[ToolSpec]:
-    """Ten real tool schemas from the BFCL data shipped with the tests, or made up when absent."""
-    from localagent.evaluation.bfcl_functions import bfcl_to_json_schema, load_questions
-
-    data = Path(__file__).resolve().parent.parent / "tests" / "external" / "bfcl" / "BFCL_v3_multiple.json"
-    specs: list[ToolSpec] = []
-    if data.is_file():
-        for question in load_questions(data):
-            for function in question.functions:
-                if len(specs) < 10 and all(s.name != function.name for s in specs):
-                    specs.append(
-                        ToolSpec(
-                            name=function.name,
-                            description=function.description,
-                            parameters=bfcl_to_json_schema(function.parameters),
-                        )
-                    )
-    while len(specs) < 10:
-        specs.append(
-            ToolSpec(
-                name=f"tool_{len(specs)}",
-                parameters={
-                    "type": "object",
-                    "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
-                    "required": ["query"],
-                },
-            )
-        )
-    return specs
+    """Ten real tool schemas from BFCL, shipped with the package (evaluation/bench_tools.json)."""
+    data = json.loads(
+        resources.files("localagent.evaluation").joinpath("bench_tools.json").read_text("utf-8")
+    )
+    return [ToolSpec.from_openai(item) for item in data["tools"]]
 
 
 def grammar_compile_times(guidance: Guidance, reply_format: ReplyFormat) -> dict[str, float]:

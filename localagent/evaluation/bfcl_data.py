@@ -9,7 +9,6 @@ from localagent.errors import LocalagentError
 from localagent.evaluation.bfcl_functions import BfclCall, BfclQuestion, load_answers, load_questions
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
-_CHECKOUT = Path(__file__).resolve().parent.parent.parent
 
 
 class BfclDataError(LocalagentError):
@@ -20,17 +19,6 @@ class BfclDataError(LocalagentError):
 class BfclCase:
     question: BfclQuestion
     expected: list[BfclCall]  # empty for irrelevance: the right reply calls nothing
-
-
-def default_data_dir(checkout: Path = _CHECKOUT) -> Path | None:
-    """The checkout's test copy of BFCL, else the shared one next to the checkout."""
-    for candidate in (
-        checkout / "tests" / "external" / "bfcl",
-        checkout.parent / "shared" / "external" / "bfcl",
-    ):
-        if candidate.is_dir():
-            return candidate
-    return None
 
 
 def check_category(category: str) -> str:

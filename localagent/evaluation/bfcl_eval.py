@@ -55,9 +55,10 @@ def evaluate_bfcl(
     columns: Sequence[str] = tuple(COLUMNS),
     max_tokens: int = 384,
     progress: Progress | None = None,
+    tool_format: ToolFormat = "auto",
 ) -> dict[str, Any]:
     """Run the columns and return the figures and per-question results as one JSON-ready object."""
-    turns = local_turns(model, columns, max_tokens)
+    turns = local_turns(model, columns, max_tokens, tool_format=tool_format)
     results = {name: run_column(name, turn, category, cases, progress) for name, turn in turns.items()}
     return {
         "benchmark": "bfcl",
@@ -66,6 +67,7 @@ def evaluate_bfcl(
         "data": str(data_dir),
         "questions": len(cases),
         "max_tokens": max_tokens,
+        "format": next(iter(turns.values())).format.name,
         "columns": {name: column.summary() for name, column in results.items()},
         "results": {name: [r.as_json() for r in column.results] for name, column in results.items()},
     }
