@@ -1,0 +1,96 @@
+"""Every model-facing string in localagent/prompts.py, rendered: none is empty, none leaks a
+placeholder, and none holds a made-up value a small model could copy into an unrelated answer."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from localagent import prompts
+from localagent.messages import NamedToolChoice
+from localagent.tools.spec import ToolSpec
+
+TOOLS = [
+    ToolSpec(
+        name="read_file",
+        description="Read a whole text file.",
+        parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    ),
+    ToolSpec(name="list_dir", description="List a directory."),
+]
+# Arguments for each function, by parameter name.
+SAMPLE_ARGUMENTS: dict[str, Any] = {
+    "task": "How long is the file?",
+    "listing": "notes.txt\nsrc/app.py",
+    "tools": TOOLS,
+    "tool_names": ["read_file", "list_dir"],
+    "tool_choice": NamedToolChoice(name="read_file"),
+    "detail": "the reply has no answer",
+    "shapes": "Reply with a tool call.",
+    "token_limit": 384,
+    "tool_name": "read_file",
+    "reason": "Expecting ',' delimiter at column 9",
+    "count": 3,
+    "limit": 8,
+    "message": "No such file: a.txt.",
+    "name": "read_file",
+    "available": ["list_dir", "read_file"],
+    "problems": "path: field required",
+    "request_id": "call_1",
+    "content": "3 lines",
+}
+# Concrete values that were copied into answers by small models when a prompt held them.
+COPYABLE = re.compile(r"12 \* 7|\b84\b|src/main\.py|sqrt\(16\)|the final answer to the question")
+
+
+def rendered() -> dict[str, str]:
+    texts: dict[str, str] = {}
+    for name, value in vars(prompts).items():
+        if name.startswith("_") or inspect.ismodule(value) or inspect.isclass(value):
+            continue
+        if isinstance(value, str):
+            texts[name] = value
+        elif inspect.isfunction(value) and value.__module__ == prompts.__name__:
+            texts[name] = call_with_samples(value)
+    return texts
+
+
+def call_with_samples(function: Callable[..., str]) -> str:
+    parameters = inspect.signature(function).parameters
+    given = {name: SAMPLE_ARGUMENTS[name] for name, p in parameters.items() if p.default is p.empty}
+    return function(**given)
+
+
+def test_every_prompt_renders() -> None:
+    texts = rendered()
+    assert len(texts) >= 30
+    for name, text in texts.items():
+        assert text.strip(), name
+        assert not re.search(r"\{[a-z_]+\}", text), f"{name} has an unfilled placeholder"
+
+
+@pytest.mark.parametrize("name", sorted(rendered()))
+def test_no_prompt_holds_a_value_a_model_could_copy(name: str) -> None:
+    assert not COPYABLE.search(rendered()[name]), name
+
+
+def test_the_system_prompt_is_the_same_for_every_workspace() -> None:
+    """The KV snapshot of the instructions is reused across runs only if nothing in them varies."""
+    assert "{" not in prompts.SYSTEM_PROMPT
+    assert prompts.first_task("Count the lines.", None) == "Count the lines."
+    with_listing = prompts.first_task("Count the lines.", "notes.txt")
+    assert with_listing.startswith("Files in the workspace:\nnotes.txt\n") and with_listing.endswith(
+        "\n\nCount the lines."
+    )
+
+
+def test_feedback_names_the_tool_a_named_choice_requires() -> None:
+    choice = NamedToolChoice(name="read_file")
+    assert "Call the tool read_file." in prompts.required_call(choice, "")
+    assert "<one of: read_file>" in prompts.react_reply_shapes(["read_file", "list_dir"], choice)
+    shapes = prompts.tool_call_reply_shapes(["read_file", "list_dir"], choice)
+    assert '"name": "<one of: read_file>"' in shapes
