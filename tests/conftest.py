@@ -24,6 +24,22 @@ EXTERNAL = Path(__file__).parent / "external"
 pytest_plugins = ["fixtures_http", "fixtures_local", "tiny_gguf"]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow", action="store_true", help="also run the tests marked slow (real models, real servers)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests run only when asked for: with --slow, or when -m names them."""
+    if config.getoption("--slow") or config.getoption("-m"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
 @pytest.fixture(autouse=True)
 def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     base = tmp_path_factory.mktemp("user")
