@@ -90,7 +90,7 @@ def build_tool_call_grammar(
         loose: list[str] = []
         argument_rules: dict[str, str] = {}
         for index, tool in enumerate(callable_tools):
-            converted = schema_rules(tool.parameters, f"t{index}", options.limits)
+            converted = schema_rules(tool.grammar_schema, f"t{index}", options.limits)
             alternatives.append(f'{lark_string(call_prefix(tool.name))} {converted.root} "}}"')
             argument_rules.update(converted.rules)
             loose.extend(f"{tool.name}: {note}" for note in converted.loose)

@@ -58,7 +58,7 @@ def build_grammar(
         definitions["actions"] = f"action~1..{options.max_actions} actions_end"
         alternatives = []
         for index, tool in enumerate(callable_tools):
-            rules = schema_rules(tool.parameters, f"t{index}", options.limits)
+            rules = schema_rules(tool.grammar_schema, f"t{index}", options.limits)
             alternatives.append(f'"{tool.name}" "\\nAction Input: " {rules.root}')
             tool_rules.update(rules.rules)
             loose.extend(f"{tool.name}: {note}" for note in rules.loose)

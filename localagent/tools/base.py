@@ -29,10 +29,20 @@ class Tool:
     validate: Callable[[dict[str, Any]], Any]
     invoke: Callable[[Any, CancelToken], Any]
     changes_files: bool = False
+    # The schema the grammar should use for the next turn, when it is narrower than the spec's:
+    # read_file's path limited to the files that exist now, say. None: the spec's own.
+    narrow: Callable[[], dict[str, Any] | None] | None = None
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def turn_spec(self) -> ToolSpec:
+        """The spec for the next turn, with the narrower grammar schema when there is one."""
+        narrowed = self.narrow() if self.narrow is not None else None
+        return (
+            self.spec if narrowed is None else self.spec.model_copy(update={"grammar_parameters": narrowed})
+        )
 
     def run(self, arguments: dict[str, Any], cancel: CancelToken) -> str:
         """Validate and run; raises InvalidArguments, ToolError or whatever the function raises."""

@@ -11,8 +11,9 @@ import re
 import secrets
 import stat
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import Annotated, Any, BinaryIO
 
 from pydantic import Field
 
@@ -24,6 +25,7 @@ LIST_LIMIT = 200  # entries shown by list_dir
 READ_CHAR_LIMIT = 8000  # characters of numbered lines returned by one read_file call
 LINE_CHAR_LIMIT = 1000  # a longer line is cut: read_file shows and search_text searches only its start
 SEARCH_MATCH_LIMIT = 50
+PATH_CHOICES_LIMIT = 300  # a bigger workspace's paths are not listed in the grammar
 SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
 BINARY_SNIFF_BYTES = 8192
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
@@ -50,17 +52,48 @@ NewText = Annotated[str, Field(description="The text to put in its place")]
 class FileTools:
     """The file tools of one workspace; `tools()` turns them into Tool objects."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, narrow_paths: bool = False) -> None:
+        """With `narrow_paths` the grammar lets a model name only paths that exist, where a tool
+        reads one; a small model otherwise guesses paths."""
         self.workspace = workspace
+        self.narrow_paths = narrow_paths
 
     def tools(self) -> list[Tool]:
-        return [
+        tools = [
             Tool.from_function(self.list_dir),
             Tool.from_function(self.read_file),
             Tool.from_function(self.search_text),
             Tool.from_function(self.write_file, changes_files=True),
             Tool.from_function(self.replace_in_file, changes_files=True),
         ]
+        if not self.narrow_paths:
+            return tools
+        choices = {"list_dir": self._directories, "read_file": self._files, "search_text": self._everything}
+        return [
+            replace(tool, narrow=self._narrower(tool.spec.parameters, choices[tool.name]))
+            if tool.name in choices
+            else tool
+            for tool in tools
+        ]
+
+    def _narrower(self, schema: dict[str, Any], choices: Callable[[], list[str] | None]) -> Callable[[], Any]:
+        def narrow() -> dict[str, Any] | None:
+            found = choices()
+            return _with_path_choices(schema, found) if found else None
+
+        return narrow
+
+    def _directories(self) -> list[str] | None:
+        directories, _ = workspace_paths(self.workspace, PATH_CHOICES_LIMIT)
+        return [".", *directories]
+
+    def _files(self) -> list[str] | None:
+        _, files = workspace_paths(self.workspace, PATH_CHOICES_LIMIT + 1)
+        return files if len(files) <= PATH_CHOICES_LIMIT else None
+
+    def _everything(self) -> list[str] | None:
+        files = self._files()
+        return None if files is None else [*(self._directories() or []), *files]
 
     def list_dir(self, path: DirPath = ".") -> str:
         """List the files and directories in a directory. Directory names end with '/'."""
@@ -304,16 +337,29 @@ class FileTools:
 
 def workspace_listing(workspace: Workspace, limit: int = 40) -> str:
     """The workspace's files, one relative path a line, for the model to know what exists."""
-    files = []
+    _, files = workspace_paths(workspace, limit + 1)
+    shown = files[:limit] + (["(more files not shown)"] if len(files) > limit else [])
+    return "\n".join(shown) if shown else "(no files)"
+
+
+def workspace_paths(workspace: Workspace, limit: int) -> tuple[list[str], list[str]]:
+    """The workspace's directories and files, as relative paths, walking until `limit` files are found."""
+    directories: list[str] = []
+    files: list[str] = []
     for current, dirnames, filenames in os.walk(workspace.root):
         dirnames[:] = _walked(dirnames)
-        files.extend(Path(current, name) for name in sorted(filenames) if not name.startswith("."))
-        if len(files) > limit:
+        directories.extend(workspace.relative(Path(current, name)) for name in dirnames)
+        files.extend(workspace.relative(Path(current, name)) for name in sorted(filenames) if name[0] != ".")
+        if len(files) >= limit:
             break
-    shown = [workspace.relative(file) for file in files[:limit]]
-    if len(files) > limit:
-        shown.append("(more files not shown)")
-    return "\n".join(shown) if shown else "(no files)"
+    return directories, files[:limit]
+
+
+def _with_path_choices(schema: dict[str, Any], choices: list[str]) -> dict[str, Any]:
+    """The schema with its `path` argument limited to `choices` (for the grammar only)."""
+    properties = dict(schema["properties"])
+    properties["path"] = {**properties["path"], "enum": choices}
+    return {**schema, "properties": properties}
 
 
 def _walked(dirnames: list[str]) -> list[str]:

@@ -17,6 +17,13 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    # A narrower schema for the grammar only (paths that exist, say); the model is shown, and the
+    # arguments are validated against, `parameters`.
+    grammar_parameters: dict[str, Any] | None = None
+
+    @property
+    def grammar_schema(self) -> dict[str, Any]:
+        return self.grammar_parameters if self.grammar_parameters is not None else self.parameters
 
     @field_validator("name")
     @classmethod
