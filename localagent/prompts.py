@@ -19,7 +19,8 @@ from localagent.tools.spec import ToolSpec
 SYSTEM_PROMPT = (
     "You are a careful assistant working in a folder of files. "
     "You call the tools yourself, one call at a time, and read their results; the user cannot. "
-    "Look at the files before you answer questions about them. "
+    "Look at the files before you answer questions about them: read the file that holds the answer, "
+    "or, when you do not know which one it is, search all files for a word from the question. "
     "When you know the answer, give it in one or two sentences."
 )
 
@@ -160,7 +161,10 @@ WRAP_UP_RETRY = (
 )
 
 
-def steps_left(count: int) -> str:
+def steps_left(count: int) -> str | None:
+    """The note after a step's last tool result: near the end only, for small models copied it."""
+    if count > 2:
+        return None
     if count == 1:
         return "[1 step left: tools are off for it. Give your final answer next.]"
     return f"[{count} steps left]"

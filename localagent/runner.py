@@ -229,7 +229,8 @@ def _refused(request: ToolRequest) -> ToolMessage:
 
 
 def _with_steps_left(message: ToolMessage, steps_left: int) -> ToolMessage:
-    return message.model_copy(update={"content": f"{message.content}\n{prompts.steps_left(steps_left)}"})
+    note = prompts.steps_left(steps_left)
+    return message if note is None else message.model_copy(update={"content": f"{message.content}\n{note}"})
 
 
 def _last_answer(messages: Sequence[Message]) -> str:

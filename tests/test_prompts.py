@@ -34,7 +34,7 @@ SAMPLE_ARGUMENTS: dict[str, Any] = {
     "token_limit": 384,
     "tool_name": "read_file",
     "reason": "Expecting ',' delimiter at column 9",
-    "count": 3,
+    "count": 2,
     "limit": 8,
     "message": "No such file: a.txt.",
     "name": "read_file",

@@ -186,7 +186,7 @@ class FileTools:
         regex: IsRegex = False,
         cancel: CancelToken | None = None,
     ) -> str:
-        """Search text files for a pattern. Each match is shown with its file and line number."""
+        """Find the lines that hold a word or phrase, in every file (path '.') or in one file or folder."""
         if pattern == "":
             raise ToolError("pattern is empty. Give the text to search for.")
         matches = _matcher(pattern, regex)
