@@ -187,7 +187,7 @@ def test_a_gguf_with_a_chat_template_gets_its_prompt_through_the_template(
     assert text.startswith(
         f"<bos><start_of_turn>user\n{SYSTEM}\n\nAnswer the question, using tools when they help."
     )
-    assert "\n\nQuestion: What is 6 * 7?<end_of_turn>\n<start_of_turn>model\nThought: " in text
+    assert "\n\nWhat is 6 * 7?<end_of_turn>\n<start_of_turn>model\nThought: " in text
     assert "system" not in text.split("\n", 1)[0]
     # The markers went in as the control tokens the model knows, not as their spelling in bytes.
     [bos] = turn.generator.session.tokenize("<bos>", bos=False, special=True)

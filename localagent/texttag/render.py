@@ -68,7 +68,9 @@ def prompt_turns(messages: Sequence[Message], tools: Sequence[ToolSpec], *, plai
             if message.feedback:
                 turns.append(PromptTurn("observation", f"Observation: {message.content}\n"))
             else:
-                turns.append(PromptTurn("user", f"Question: {message.content}\n"))
+                # In a chat template the user's turn is the question; a plain prompt must label it.
+                label = "Question: " if plain else ""
+                turns.append(PromptTurn("user", f"{label}{message.content}\n"))
         elif isinstance(message, AssistantMessage):
             malformed = _followed_by_feedback(messages, index)
             text = message.content if malformed else render_reply(message)
