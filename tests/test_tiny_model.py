@@ -11,6 +11,7 @@ and the context budget holds over a long run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,6 +222,61 @@ def test_a_gguf_with_a_chat_template_gets_its_prompt_through_the_template(
     assert tokens.count(bos) == 1
     assert tokens.count(start_of_turn) == 2
     assert tokens.count(end_of_turn) == 1
+
+
+@pytest.mark.parametrize("tiny_model", ["qwen"], indirect=True)
+def test_a_gguf_whose_template_lays_out_tools_gets_the_tool_call_format_in_it(
+    tiny_model: TinySetup, tools: list[Tool]
+) -> None:
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
+    assert isinstance(turn.format, ToolCallFormat)
+    result = turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "required", CancelToken())
+    assert isinstance(result, ToolRequests)
+    tokens, text = held_tokens(turn), held_text(turn)
+    system, rest = text.split("<|im_end|>\n", 1)
+    # Qwen's way: the template writes the tools block into the system turn, each tool once.
+    assert system.startswith(f"<|im_start|>system\n{SYSTEM}\n\n# Tools\n\nYou may call one or more functions")
+    assert system.count("\n<tools>\n") == 1
+    for tool in tools:
+        assert system.count(json.dumps(tool.spec.to_openai(), ensure_ascii=False)) == 1
+    assert rest.startswith("<|im_start|>user\nWhat is 6 * 7?<|im_end|>\n<|im_start|>assistant\n")
+    assert "<tools>" not in rest
+    # No BOS (Qwen's GGUF adds none); the markers went in as control tokens.
+    session = turn.generator.session
+    [im_start] = session.tokenize("<|im_start|>", bos=False, special=True)
+    [im_end] = session.tokenize("<|im_end|>", bos=False, special=True)
+    assert tokens[0] == im_start
+    assert (tokens.count(im_start), tokens.count(im_end)) == (3, 2)
+    # Where the grammar forces a tag (no preface may come first), it is fast-forwarded as the
+    # vocabulary's single user-defined token, as Qwen2.5 writes it. (Where the model samples it,
+    # llguidance also lets it spell the tag in smaller pieces.)
+    turn.format = ToolCallFormat(turn.format.template, preface=False)
+    result = turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "required", CancelToken())
+    assert isinstance(result, ToolRequests)
+    [open_tag] = session.tokenize("<tool_call>", bos=False)
+    [close_tag] = session.tokenize("</tool_call>", bos=False)
+    reply = turn.generator.steps[-1].generation
+    assert reply.tokens[0] == open_tag
+    assert reply.tokens.count(open_tag) == reply.tokens.count(close_tag) == len(result.requests)
+    assert reply.text.startswith("<tool_call>\n{")
+
+
+@pytest.mark.parametrize("tiny_model", ["qwen", "smollm"], indirect=True)
+def test_tool_results_go_back_as_tool_responses_in_a_user_turn(
+    tiny_model: TinySetup, tools: list[Tool]
+) -> None:
+    """Qwen's template lays them out so itself; for SmolLM2's, which knows no tools, the format
+    does the same, and puts the tools block it lacks in the system turn."""
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
+    choices: list[ToolChoice] = [NamedToolChoice(name="calculator"), "none"]
+    results = list(run_steps(turn, tools, choices, "What is 6 * 7?"))
+    assert isinstance(results[0], ToolRequests) and isinstance(results[1], Final)
+    text = held_text(turn)
+    assert text.startswith(f"<|im_start|>system\n{SYSTEM}\n\n# Tools\n\n")
+    assert text.count("<|im_start|>system\n") == 1
+    responses = text.split("<|im_start|>user\n")[2].split("<|im_end|>")[0]
+    assert responses.startswith("<tool_response>\n") and responses.endswith("\n</tool_response>")
+    assert responses.count("<tool_response>") == len(results[0].requests)
 
 
 @pytest.mark.parametrize("tiny_model", ["chat", "qwen"], indirect=True)
