@@ -49,7 +49,9 @@ class ToolCallFormat:
         chat = self._chat_messages(messages, tools)
         tool_list = [tool.to_openai() for tool in tools] if self.template.renders_tools else None
         text = self.template.render(chat, tool_list)
-        fixed = self.template.render(chat[:1], tool_list, generation=False) if chat else ""
+        # The system turn is the same for every task; a first user turn is not.
+        system = chat[:1] if chat and chat[0]["role"] == "system" else []
+        fixed = self.template.render(system, tool_list, generation=False) if system else ""
         return Prompt(text, special=True, fixed_prefix=fixed if text.startswith(fixed) else "")
 
     def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar:

@@ -209,6 +209,13 @@ def _guess_name(body: str) -> str:
 def render_calls(requests: Sequence[ToolRequest], wrapper: Wrapper) -> str:
     """Calls as the grammar makes the model write them, so the prompt repeats the reply byte for byte."""
     return "\n".join(
-        f"{wrapper.open}{call_prefix(request.name)}{request.raw_arguments or '{}'}}}{wrapper.close}"
+        f"{wrapper.open}{call_prefix(request.name)}{_arguments_text(request)}}}{wrapper.close}"
         for request in requests
     )
+
+
+def _arguments_text(request: ToolRequest) -> str:
+    """The arguments as written; as JSON for a request that was never text (say, a scripted turn)."""
+    if request.raw_arguments or request.arguments is None:
+        return request.raw_arguments or "{}"
+    return json.dumps(request.arguments, ensure_ascii=False)
