@@ -1,0 +1,84 @@
+"""The tool_call format on a real instruct model, Qwen2.5-Coder-0.5B-Instruct, whose chat template
+lays out the tools and which is trained to call them in `<tool_call>` tags: a run of several steps
+where every reply is well formed and each step evaluates only the tokens added since the last."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from localagent import prompts
+from localagent.backends.llama_runtime import LoadSettings
+from localagent.backends.local_generator import LocalSettings
+from localagent.backends.local_turn import open_local_turn
+from localagent.cancel import CancelToken
+from localagent.formats.tool_call import ToolCallFormat
+from localagent.messages import (
+    Final,
+    Message,
+    NamedToolChoice,
+    SystemMessage,
+    ToolChoice,
+    ToolRequests,
+    UserMessage,
+    assistant_message_for,
+)
+from localagent.models import ResolvedModel
+from localagent.tool_execution import ToolExecutor
+from localagent.tools import InvalidArguments, Tool
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("instruct_model", ["qwen2.5-coder-0.5b-instruct"], indirect=True)
+def test_a_run_in_the_tool_call_format_reuses_every_token_of_the_last_step(
+    instruct_model: ResolvedModel, default_tools: list[Tool], sample_workspace: Path
+) -> None:
+    turn = open_local_turn(instruct_model, LoadSettings(n_ctx=4096), LocalSettings(max_tokens=120))
+    assert isinstance(turn.format, ToolCallFormat)  # `auto` picks it for a template that lays out tools
+    # Calls open the reply: given a line of preface first, this model writes its guess at the
+    # answer there, then repeats itself to the token limit (measured at temperature 0).
+    turn.format = ToolCallFormat(turn.format.template, preface=False)
+    tools = {tool.name: tool for tool in default_tools}
+    executor = ToolExecutor(tools, on_event=lambda event: None)
+    messages: list[Message] = [
+        SystemMessage(content=prompts.system_prompt(str(sample_workspace))),
+        UserMessage(content="What does notes.txt say, and what is 17 * 23?"),
+    ]
+    choices: list[ToolChoice] = [
+        NamedToolChoice(name="read_file"),
+        NamedToolChoice(name="calculator"),
+        "required",
+        "none",
+    ]
+    for choice in choices:
+        result = turn(messages, [tool.spec for tool in default_tools], choice, CancelToken())
+        if isinstance(result, Final):
+            assert choice in ("auto", "none")
+            assert result.content.strip()
+        else:
+            assert choice != "none"
+            for request in result.requests:
+                assert request.parse_error is None
+                if isinstance(choice, NamedToolChoice):
+                    assert request.name == choice.name
+                try:
+                    tools[request.name].validate(request.arguments or {})
+                except InvalidArguments as error:
+                    pytest.fail(f"{request.name} {request.raw_arguments} does not validate: {error}")
+        messages.append(assistant_message_for(result))
+        if isinstance(result, ToolRequests):
+            messages.extend(executor.run_step(result.requests, CancelToken()))
+    assert isinstance(result, Final)
+
+    steps = turn.generator.steps
+    assert len(steps) == len(choices)
+    assert all(step.generation.stop == "end" and step.decoder == "llguidance" for step in steps)
+    for before, step in itertools.pairwise(steps):
+        # The KV cache held the last prompt and the reply's own tokens; only what is new was evaluated.
+        assert step.evaluated_prompt_tokens == step.new_prompt_tokens
+        reply = before.generation.stats.generated_tokens
+        assert step.prompt_tokens == before.prompt_tokens + reply + step.new_prompt_tokens
+        assert step.new_prompt_tokens < 200
