@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
+from sample_specs import CALCULATOR, CLOCK, SEARCH
 from tiny_gguf import QWEN_TEMPLATE, SMOLLM_TEMPLATE
 
 from localagent import prompts
@@ -35,21 +36,6 @@ from localagent.tools.spec import ToolSpec
 
 QWEN = ChatTemplate(QWEN_TEMPLATE, "<|endoftext|>", "<|im_end|>")
 SMOLLM = ChatTemplate(SMOLLM_TEMPLATE, "<|im_start|>", "<|im_end|>")
-CALCULATOR = ToolSpec(
-    name="calculator",
-    description="Evaluate arithmetic.",
-    parameters={
-        "type": "object",
-        "properties": {"expression": {"type": "string"}},
-        "required": ["expression"],
-    },
-)
-SEARCH = ToolSpec(
-    name="search",
-    description="Search the notes.",
-    parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-)
-CLOCK = ToolSpec(name="clock", description="The current time.")
 TOOLS = [CALCULATOR, SEARCH, CLOCK]
 SYSTEM = "You are a careful assistant."
 TASK = "What is 2 + 3, and what do my notes say about milk?"

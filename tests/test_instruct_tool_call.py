@@ -8,12 +8,12 @@ import itertools
 from pathlib import Path
 
 import pytest
+from turn_runs import assert_well_formed, run_steps
 
 from localagent import prompts
 from localagent.backends.llama_runtime import LoadSettings
 from localagent.backends.local_generator import LocalSettings
 from localagent.backends.local_turn import open_local_turn
-from localagent.cancel import CancelToken
 from localagent.formats.tool_call import ToolCallFormat
 from localagent.messages import (
     Final,
@@ -21,13 +21,10 @@ from localagent.messages import (
     NamedToolChoice,
     SystemMessage,
     ToolChoice,
-    ToolRequests,
     UserMessage,
-    assistant_message_for,
 )
 from localagent.models import ResolvedModel
-from localagent.tool_execution import ToolExecutor
-from localagent.tools import InvalidArguments, Tool
+from localagent.tools import Tool
 
 pytestmark = pytest.mark.slow
 
@@ -41,8 +38,6 @@ def test_a_run_in_the_tool_call_format_reuses_every_token_of_the_last_step(
     # Calls open the reply: given a line of preface first, this model writes its guess at the
     # answer there, then repeats itself to the token limit (measured at temperature 0).
     turn.format = ToolCallFormat(turn.format.template, preface=False)
-    tools = {tool.name: tool for tool in default_tools}
-    executor = ToolExecutor(tools, on_event=lambda event: None)
     messages: list[Message] = [
         SystemMessage(content=prompts.system_prompt(str(sample_workspace))),
         UserMessage(content="What does notes.txt say, and what is 17 * 23?"),
@@ -53,24 +48,8 @@ def test_a_run_in_the_tool_call_format_reuses_every_token_of_the_last_step(
         "required",
         "none",
     ]
-    for choice in choices:
-        result = turn(messages, [tool.spec for tool in default_tools], choice, CancelToken())
-        if isinstance(result, Final):
-            assert choice in ("auto", "none")
-            assert result.content.strip()
-        else:
-            assert choice != "none"
-            for request in result.requests:
-                assert request.parse_error is None
-                if isinstance(choice, NamedToolChoice):
-                    assert request.name == choice.name
-                try:
-                    tools[request.name].validate(request.arguments or {})
-                except InvalidArguments as error:
-                    pytest.fail(f"{request.name} {request.raw_arguments} does not validate: {error}")
-        messages.append(assistant_message_for(result))
-        if isinstance(result, ToolRequests):
-            messages.extend(executor.run_step(result.requests, CancelToken()))
+    for choice, result in zip(choices, run_steps(turn, default_tools, choices, messages), strict=True):
+        assert_well_formed(result, default_tools, choice)
     assert isinstance(result, Final)
 
     steps = turn.generator.steps

@@ -12,12 +12,12 @@ and the context budget holds over a long run.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp
 import pytest
+from turn_runs import assert_well_formed, run_steps
 
 from localagent.backends.decoding import Sampling
 from localagent.backends.llama_runtime import LoadSettings
@@ -40,8 +40,7 @@ from localagent.messages import (
 )
 from localagent.models import ResolvedModel
 from localagent.prompts import ELIDED_OBSERVATION as ELIDED
-from localagent.tool_execution import ToolExecutor
-from localagent.tools import InvalidArguments, Tool, Workspace, select_tools
+from localagent.tools import Tool, Workspace, select_tools
 
 SYSTEM = "You are a careful assistant."
 TASKS = ("What is 17 * 23?", "What is in notes.txt?", "Who wrote Hamlet?")
@@ -111,38 +110,6 @@ def held_text(turn: TextTurn) -> str:
     return turn.generator.session.llama.detokenize(held_tokens(turn), special=True).decode(
         "utf-8", errors="replace"
     )
-
-
-def assert_well_formed(result: Final | ToolRequests, tools: list[Tool], choice: ToolChoice) -> None:
-    if isinstance(result, Final):
-        assert choice in ("auto", "none")
-        assert result.content.strip()
-        return
-    assert choice != "none"
-    by_name = {tool.name: tool for tool in tools}
-    for request in result.requests:
-        assert request.parse_error is None
-        assert request.name in by_name
-        if isinstance(choice, NamedToolChoice):
-            assert request.name == choice.name
-        try:
-            by_name[request.name].validate(request.arguments or {})
-        except InvalidArguments as error:
-            pytest.fail(f"{request.name} arguments {request.raw_arguments} do not validate: {error}")
-
-
-def run_steps(
-    turn: TextTurn, tools: list[Tool], choices: list[ToolChoice], task: str
-) -> Iterator[Final | ToolRequests]:
-    """A run as the runner makes it: each reply and the real tools' results are appended."""
-    executor = ToolExecutor({tool.name: tool for tool in tools}, on_event=lambda event: None)
-    messages = start(task)
-    for choice in choices:
-        result = turn(messages, [tool.spec for tool in tools], choice, CancelToken())
-        yield result
-        messages.append(assistant_message_for(result))
-        if isinstance(result, ToolRequests):
-            messages.extend(executor.run_step(result.requests, CancelToken()))
 
 
 @pytest.mark.parametrize("decoder", ["llguidance", "gbnf"])
@@ -269,7 +236,7 @@ def test_tool_results_go_back_as_tool_responses_in_a_user_turn(
     does the same, and puts the tools block it lacks in the system turn."""
     turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
     choices: list[ToolChoice] = [NamedToolChoice(name="calculator"), "none"]
-    results = list(run_steps(turn, tools, choices, "What is 6 * 7?"))
+    results = list(run_steps(turn, tools, choices, start("What is 6 * 7?")))
     assert isinstance(results[0], ToolRequests) and isinstance(results[1], Final)
     text = held_text(turn)
     assert text.startswith(f"<|im_start|>system\n{SYSTEM}\n\n# Tools\n\n")
@@ -303,7 +270,7 @@ def test_each_step_evaluates_only_the_tokens_added_since_the_last(
 ) -> None:
     turn = make_turn(tiny_model, LocalSettings(max_tokens=96, decoder=decoder))
     choices: list[ToolChoice] = [NamedToolChoice(name="calculator")] * 3 + ["none"]
-    results = list(run_steps(turn, tools, choices, "Compute 2 * 3, then that result times 4."))
+    results = list(run_steps(turn, tools, choices, start("Compute 2 * 3, then that result times 4.")))
     assert isinstance(results[-1], Final)
     for before, step in zip(turn.generator.steps, turn.generator.steps[1:], strict=False):
         # Nothing of the last prompt is evaluated again.

@@ -17,6 +17,7 @@ import pytest
 from conftest_grammar import lark_accepts
 from llguidance.gbnf_to_lark import gbnf_to_lark
 from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+from sample_specs import CALCULATOR, CLOCK, SEARCH
 
 from localagent import prompts
 from localagent.backends.decoding import LlamaSession
@@ -39,25 +40,6 @@ from localagent.formats.tool_call_parser import parse_tool_call_reply, render_ca
 from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
 from localagent.tools.spec import ToolSpec
 
-CALCULATOR = ToolSpec(
-    name="calculator",
-    description="Evaluate arithmetic.",
-    parameters={
-        "type": "object",
-        "properties": {"expression": {"type": "string"}},
-        "required": ["expression"],
-    },
-)
-SEARCH = ToolSpec(
-    name="search",
-    description="Search the notes.",
-    parameters={
-        "type": "object",
-        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
-        "required": ["query"],
-    },
-)
-CLOCK = ToolSpec(name="clock", description="The current time.")
 TOOLS = [CALCULATOR, SEARCH, CLOCK]
 CHOICES: dict[str, ToolChoice] = {
     "auto": "auto",

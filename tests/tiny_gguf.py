@@ -321,6 +321,19 @@ def build_tiny_gguf(
     return path
 
 
+def build_tool_call_gguf(path: Path, chat_template: str, special: SpecialTokens, seed: int = 0) -> Path:
+    """A tiny chat GGUF for the tool_call format: its merges know the tools block, and it ends its
+    turn more readily than it breaks a line."""
+    return build_tiny_gguf(
+        path,
+        chat_template=chat_template,
+        special=special,
+        corpus=CORPUS + TOOL_CALL_CORPUS,
+        turn_end_lift=TOOL_CALL_TURN_END_LIFT,
+        seed=seed,
+    )
+
+
 @pytest.fixture(scope="session")
 def tiny_model_plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A base-model GGUF: no chat template, so the turn renders the plain text-tag prompt."""
@@ -341,25 +354,15 @@ def tiny_model_chat(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_model_qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An instruction-model GGUF with Qwen2.5's own chat template (it lays out tools, and replies
     call them in `<tool_call>` tags) and Qwen's special tokens."""
-    return build_tiny_gguf(
-        tmp_path_factory.mktemp("tiny") / "tiny-qwen.gguf",
-        chat_template=QWEN_TEMPLATE,
-        special=QWEN_LIKE_TOKENS,
-        corpus=CORPUS + TOOL_CALL_CORPUS,
-        turn_end_lift=TOOL_CALL_TURN_END_LIFT,
+    return build_tool_call_gguf(
+        tmp_path_factory.mktemp("tiny") / "tiny-qwen.gguf", QWEN_TEMPLATE, QWEN_LIKE_TOKENS
     )
 
 
 @pytest.fixture(scope="session")
 def tiny_model_smollm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An instruction-model GGUF with SmolLM2's own ChatML template, which lays out no tools."""
-    return build_tiny_gguf(
-        tmp_path_factory.mktemp("tiny") / "tiny-smollm.gguf",
-        chat_template=SMOLLM_TEMPLATE,
-        special=SMOLLM_LIKE_TOKENS,
-        corpus=CORPUS + TOOL_CALL_CORPUS,
-        turn_end_lift=TOOL_CALL_TURN_END_LIFT,
-        # Noise can lock a reply into repeating a phrase on one line; seed 0's weights do that
-        # in the preface of some replies, seed 1's do not.
-        seed=1,
-    )
+    # Noise can lock a reply into repeating a phrase on one line; seed 0's weights do that in the
+    # preface of some replies, seed 1's do not.
+    path = tmp_path_factory.mktemp("tiny") / "tiny-smollm.gguf"
+    return build_tool_call_gguf(path, SMOLLM_TEMPLATE, SMOLLM_LIKE_TOKENS, seed=1)
