@@ -93,6 +93,10 @@ GRAMMAR_CASES = {
         lambda w: call("search", '{"query": "milk", "limit": 3}', w), CALLING_ANOTHER_TOOL
     ),
     "call without arguments": Case(lambda w: call("clock", "{}", w), CALLING_ANOTHER_TOOL),
+    # The tags' user-defined tokens are text to llguidance, inside a JSON string too.
+    "call whose argument holds the tags": Case(
+        lambda w: call("search", '{"query": "<tool_call> or </tool_call>"}', w), CALLING_ANOTHER_TOOL
+    ),
     "three calls": Case(
         lambda w: "\n".join(call("calculator", f'{{"expression": "{n} * 2"}}', w) for n in range(3)),
         CALLING_CALCULATOR,
