@@ -10,18 +10,15 @@ from pathlib import Path
 import pytest
 from turn_runs import assert_well_formed, run_steps
 
-from localagent import prompts
 from localagent.backends.llama_runtime import LoadSettings
 from localagent.backends.local_generator import LocalSettings
 from localagent.backends.local_turn import open_local_turn
+from localagent.cli.agent_setup import opening_messages
 from localagent.formats.tool_call import ToolCallFormat
 from localagent.messages import (
     Final,
-    Message,
     NamedToolChoice,
-    SystemMessage,
     ToolChoice,
-    UserMessage,
 )
 from localagent.models import ResolvedModel
 from localagent.tools import Tool
@@ -38,10 +35,7 @@ def test_a_run_in_the_tool_call_format_reuses_every_token_of_the_last_step(
     # Calls open the reply: given a line of preface first, this model writes its guess at the
     # answer there, then repeats itself to the token limit (measured at temperature 0).
     turn.format = ToolCallFormat(turn.format.template, preface=False)
-    messages: list[Message] = [
-        SystemMessage(content=prompts.system_prompt(str(sample_workspace))),
-        UserMessage(content="What does notes.txt say, and what is 17 * 23?"),
-    ]
+    messages = opening_messages("What does notes.txt say, and what is 17 * 23?", sample_workspace)
     choices: list[ToolChoice] = [
         NamedToolChoice(name="read_file"),
         NamedToolChoice(name="calculator"),

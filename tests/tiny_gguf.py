@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,9 +151,11 @@ _PRE_TOKEN = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_
 LOGIT_NOISE = 4.0
 END_LIFTS = {"\n": 11.0, '"': 9.0, '"}': 9.0, "}": 8.0}
 TURN_END_LIFT = 12.0
-# A tool_call answer may hold newlines, so a model for that format must end its turn more readily
-# than it breaks a line, or it may write blank lines to the token limit.
-TOOL_CALL_TURN_END_LIFT = 15.0
+# In the tool_call format a line break ends only the preface, and an answer (which may hold line
+# breaks) ends with the end of turn; a model for it breaks lines and ends its turn more readily,
+# or noise can lock a preface or an answer into repeating a phrase.
+TOOL_CALL_LIFTS = {"\n": 15.0}
+TOOL_CALL_TURN_END_LIFT = 20.0
 # The constant residual dimension reads about this much after the final RMS norm (measured).
 _BIAS_INPUT_AFTER_NORM = 0.9
 
@@ -236,7 +238,7 @@ def _apply_merges(pieces: list[str], ranks: dict[tuple[str, str], int]) -> list[
 
 
 def _weights(
-    vocabulary: Vocabulary, dims: TinyDims, turn_end: str, turn_end_lift: float, seed: int
+    vocabulary: Vocabulary, dims: TinyDims, lifts: Mapping[str, float], seed: int
 ) -> Iterator[tuple[str, np.ndarray]]:
     """Random weights (rows are outputs, as GGUF stores them), with residual dimension 0 held at a
     constant: nothing writes to it, so the output layer reads it as a per-token bias."""
@@ -269,9 +271,8 @@ def _weights(
     yield "output_norm.weight", ones
     output = dense(n_vocab, d, gain=LOGIT_NOISE)
     bias = np.zeros(n_vocab, dtype=np.float32)
-    for text, lift in END_LIFTS.items():
+    for text, lift in lifts.items():
         bias[vocabulary.id_of(text)] = lift
-    bias[vocabulary.id_of(turn_end)] = turn_end_lift
     output[:, 0] = bias / _BIAS_INPUT_AFTER_NORM
     yield "output.weight", output
 
@@ -282,7 +283,7 @@ def build_tiny_gguf(
     chat_template: str | None,
     special: SpecialTokens = PLAIN_TOKENS,
     corpus: str = CORPUS,
-    turn_end_lift: float = TURN_END_LIFT,
+    lifts: Mapping[str, float] | None = None,
     seed: int = 0,
     dims: TinyDims = TinyDims(),
 ) -> Path:
@@ -312,7 +313,9 @@ def build_tiny_gguf(
     writer.add_add_eos_token(False)
     if chat_template:
         writer.add_chat_template(chat_template)
-    for name, tensor in _weights(vocabulary, dims, special.turn_end, turn_end_lift, seed):
+    if lifts is None:
+        lifts = {**END_LIFTS, special.turn_end: TURN_END_LIFT}
+    for name, tensor in _weights(vocabulary, dims, lifts, seed):
         writer.add_tensor(name, tensor)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -322,14 +325,14 @@ def build_tiny_gguf(
 
 
 def build_tool_call_gguf(path: Path, chat_template: str, special: SpecialTokens, seed: int = 0) -> Path:
-    """A tiny chat GGUF for the tool_call format: its merges know the tools block, and it ends its
-    turn more readily than it breaks a line."""
+    """A tiny chat GGUF for the tool_call format: its merges know the tools block, and it breaks
+    lines and ends its turn more readily than the others (TOOL_CALL_LIFTS)."""
     return build_tiny_gguf(
         path,
         chat_template=chat_template,
         special=special,
         corpus=CORPUS + TOOL_CALL_CORPUS,
-        turn_end_lift=TOOL_CALL_TURN_END_LIFT,
+        lifts={**END_LIFTS, **TOOL_CALL_LIFTS, special.turn_end: TOOL_CALL_TURN_END_LIFT},
         seed=seed,
     )
 
@@ -362,7 +365,6 @@ def tiny_model_qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_smollm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An instruction-model GGUF with SmolLM2's own ChatML template, which lays out no tools."""
-    # Noise can lock a reply into repeating a phrase on one line; seed 0's weights do that in the
-    # preface of some replies, seed 1's do not.
-    path = tmp_path_factory.mktemp("tiny") / "tiny-smollm.gguf"
-    return build_tool_call_gguf(path, SMOLLM_TEMPLATE, SMOLLM_LIKE_TOKENS, seed=1)
+    return build_tool_call_gguf(
+        tmp_path_factory.mktemp("tiny") / "tiny-smollm.gguf", SMOLLM_TEMPLATE, SMOLLM_LIKE_TOKENS
+    )
