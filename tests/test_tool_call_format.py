@@ -430,6 +430,7 @@ PRETTY_FENCE = """Sure, let me search.
         (PRETTY_FENCE, 1, "Sure, let me search."),
         ('```\n{"name": "clock", "arguments": {}}\n```', 1, None),
         ('{"name": "clock", "arguments": {}}', 1, None),
+        ('I will check the time.\n{"name": "clock", "arguments": {}}', 1, "I will check the time."),
         ('  {"name": "search", "parameters": {"query": "milk", "limit": 2}}\n', 1, None),
         (
             '<tool_call>\n{"name": "calculator", "arguments": "{\\"expression\\": \\"1\\"}"}\n</tool_call>',
