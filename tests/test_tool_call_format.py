@@ -5,8 +5,10 @@ tolerant (what models write without one)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -526,6 +528,31 @@ def test_tolerant_broken_json_in_one_call_leaves_the_other_intact() -> None:
 )
 def test_tolerant_text_that_holds_no_call_is_the_answer(text: str) -> None:
     assert answer_of(tolerant(text)) == text.strip()
+
+
+# --- pathological inputs stay fast -------------------------------------------------------------------
+
+PATHOLOGICAL = {
+    "blank lines": "\n" * 100_000 + "x",
+    "spaced lines": " \n" * 100_000 + "x",
+    "a call, then spaced lines": "<tool_call>\n{" + " \n" * 100_000 + "x",
+    "a fence, then spaces": "```json\n{" + " " * 100_000 + "x",
+    "many tags": "<tool_call>" * 20_000,
+    "many fences": "```json\n{" * 20_000,
+    "many names": '{"name": ' * 20_000,
+    "open braces": "<tool_call>\n" + "{" * 100_000,
+    "escaped quotes": '<tool_call>\n{"name": "a", "arguments": {"' + 'a\\"' * 100_000,
+}
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+@pytest.mark.parametrize("name", list(PATHOLOGICAL))
+def test_pathological_inputs_are_parsed_in_linear_time(name: str, constrained: bool) -> None:
+    """A looping model writes whitespace by the thousand; no regex may backtrack over it."""
+    started = time.perf_counter()
+    with contextlib.suppress(RecoverableTurnError):
+        parse(PATHOLOGICAL[name], constrained=constrained)
+    assert time.perf_counter() - started < 2.0
 
 
 # --- what the reply shows while it streams ----------------------------------------------------------

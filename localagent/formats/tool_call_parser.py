@@ -22,15 +22,16 @@ from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest,
 from localagent.texttag.json_repair import JsonUnreadable, load_json, read_json_object
 from localagent.tools.spec import ToolSpec
 
-# Each way of writing a call, and whether a JSON object in it must start with "name" to be one: in
-# <tool_call> tags any object is a call (one without a name gets that error), in a fence it may be data.
+# Each way of writing a call: its opening, its close, and whether a JSON object in it must start
+# with "name" to be one: in <tool_call> tags any object is a call (one without a name gets that
+# error), in a fence it may be data. A block the reply does not close runs to its end.
 _TOLERANT_BLOCKS = (
-    (re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|$)", re.DOTALL), False),
-    (re.compile(r"```(?:json)?[ \t]*\n(?P<body>\s*\{.*?)\s*(?:```|$)", re.DOTALL), True),
+    (re.compile(re.escape("<tool_call>")), "</tool_call>", False),
+    (re.compile(r"```(?:json)?[ \t]*\n"), "```", True),
 )
 
 # A JSON object that opens a line with its "name": a call written bare, maybe after a line of text.
-_BARE_CALL = re.compile(r"""(?:^|\n)\s*(?=\{\s*["']name["']\s*:)""")
+_BARE_CALL = re.compile(r"""(?:^|\n)[ \t]*(?=\{\s*["']name["']\s*:)""")
 
 
 @dataclass
@@ -98,16 +99,14 @@ def _strict(text: str, wrapper: Wrapper) -> _Reading:
 
 
 def _tolerant(text: str) -> _Reading:
-    for block, named in _TOLERANT_BLOCKS:
-        matches = list(block.finditer(text))
+    for opening, close, named in _TOLERANT_BLOCKS:
+        blocks = _blocks(text, opening, close)
         bodies = [
-            match["body"]
-            for match in matches
-            if _looks_like_call(match["body"]) or (not named and match["body"].startswith("{"))
+            body for _, body in blocks if _looks_like_call(body) or (not named and body.startswith("{"))
         ]
         if bodies:
             complete = not _opens_another_call(text)
-            return _Reading(preface=text[: matches[0].start()].strip(), bodies=bodies, complete=complete)
+            return _Reading(preface=text[: blocks[0][0]].strip(), bodies=bodies, complete=complete)
     bare = _BARE_CALL.search(text)
     if bare:
         body = text[bare.end() :].strip()
@@ -115,6 +114,19 @@ def _tolerant(text: str) -> _Reading:
         complete = _object_end(body, 0) == len(body)
         return _Reading(preface=text[: bare.start()].strip(), bodies=[body], notes=[note], complete=complete)
     return _Reading(preface="", answer=text.strip())
+
+
+def _blocks(text: str, opening: re.Pattern[str], close: str) -> list[tuple[int, str]]:
+    """Where each block starts, and its body: found with `find`, not a regex that backtracks over
+    the whitespace a looping model writes."""
+    blocks = []
+    position = 0
+    while found := opening.search(text, position):
+        end = text.find(close, found.end())
+        stop = len(text) if end < 0 else end
+        blocks.append((found.start(), text[found.end() : stop].strip()))
+        position = stop + len(close)
+    return blocks
 
 
 def _looks_like_call(body: str) -> bool:
