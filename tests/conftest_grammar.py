@@ -52,8 +52,8 @@ def _matcher(grammar: str) -> llguidance.LLMatcher:
 def llguidance_accepts(grammar: str, text: str) -> bool:
     """Feed the tokens of `text` through an llguidance matcher; True when all are taken and it may stop."""
     matcher = _matcher(grammar).deep_copy()  # a matcher that saw a bad token stays in error, even after reset
-    # Greedy tokenization: the model's tokenizer turns text like "<b>" into user-defined special tokens,
-    # which llguidance (rightly) never allows inside JSON.
+    # Greedy tokenization; the verdict depends on the bytes only (user-defined tokens like Gemma's
+    # "<b>", which llama.cpp's tokenizer makes of that text, are text to llguidance too).
     tokens = llguidance_tokenizer().greedy_tokenize(text)
     return matcher.consume_tokens(tokens) and matcher.is_accepting()
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from lark import Lark
+from sample_specs import CALCULATOR, CLOCK, SEARCH, WRITE_FILE
 
 from localagent import prompts
 from localagent.errors import RecoverableTurnError
@@ -21,33 +22,6 @@ from localagent.texttag.parser import ParsedReply, parse_reply, strict_parts
 from localagent.texttag.reply import Unparsable, cut_at_observation
 from localagent.tools.spec import ToolSpec
 
-CALCULATOR = ToolSpec(
-    name="calculator",
-    description="Evaluate arithmetic.",
-    parameters={
-        "type": "object",
-        "properties": {"expression": {"type": "string"}},
-        "required": ["expression"],
-    },
-)
-SEARCH = ToolSpec(
-    name="search",
-    description="Search the notes.",
-    parameters={
-        "type": "object",
-        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
-        "required": ["query"],
-    },
-)
-WRITE_FILE = ToolSpec(
-    name="write_file",
-    parameters={
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-        "required": ["path", "content"],
-    },
-)
-CLOCK = ToolSpec(name="clock", description="The current time.")
 TOOLS = [CALCULATOR, SEARCH, WRITE_FILE, CLOCK]
 NAMES = "calculator, search, write_file, clock"
 

@@ -1,4 +1,7 @@
-"""The local text-tag turn on tiny random-weight GGUFs (tiny_gguf.py), run by the real llama.cpp engine.
+"""The local text turn on tiny random-weight GGUFs (tiny_gguf.py), run by the real llama.cpp engine,
+in each reply format: text tags in a plain prompt and in a Gemma-like chat template, and the
+tool_call format in Qwen2.5's own template (which lays out the tools) and in SmolLM2's (which does
+not, so the format adds its tools block to the system prompt).
 
 Random weights write nonsense, so these tests check what the turn guarantees whatever the model
 writes: under the grammar every reply is a valid action or answer, the prompt goes through the
@@ -8,19 +11,22 @@ and the context budget holds over a long run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp
 import pytest
+from turn_runs import assert_well_formed, run_steps
 
 from localagent.backends.decoding import Sampling
 from localagent.backends.llama_runtime import LoadSettings
 from localagent.backends.local_generator import Decoder, LocalSettings
-from localagent.backends.local_turn import open_local_turn
+from localagent.backends.local_turn import ToolFormat, open_local_turn
 from localagent.backends.text_turn import TextTurn
 from localagent.cancel import CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
+from localagent.formats.tool_call import ToolCallFormat
 from localagent.messages import (
     Final,
     Message,
@@ -34,8 +40,7 @@ from localagent.messages import (
 )
 from localagent.models import ResolvedModel
 from localagent.prompts import ELIDED_OBSERVATION as ELIDED
-from localagent.tool_execution import ToolExecutor
-from localagent.tools import InvalidArguments, Tool, Workspace, select_tools
+from localagent.tools import Tool, Workspace, select_tools
 
 SYSTEM = "You are a careful assistant."
 TASKS = ("What is 17 * 23?", "What is in notes.txt?", "Who wrote Hamlet?")
@@ -49,10 +54,26 @@ CHOICES: tuple[ToolChoice, ...] = (
 SAMPLINGS = (Sampling(), Sampling(temperature=0.7, seed=1), Sampling(temperature=1.5, top_p=0.9, seed=2))
 
 
-@pytest.fixture(params=["plain", "chat"])
-def tiny_model(request: pytest.FixtureRequest) -> Path:
-    """Each tiny model in turn, or the one a test names with indirect parametrization."""
-    return request.getfixturevalue(f"tiny_model_{request.param}")
+@dataclass(frozen=True)
+class TinySetup:
+    path: Path
+    tool_format: ToolFormat
+
+
+# Each tiny model with its reply format: `auto` gives tool_call where the template lays out tools.
+SETUPS: dict[str, tuple[str, ToolFormat]] = {
+    "plain": ("plain", "auto"),
+    "chat": ("chat", "auto"),
+    "qwen": ("qwen", "auto"),
+    "smollm": ("smollm", "tool_call"),
+}
+
+
+@pytest.fixture(params=list(SETUPS))
+def tiny_model(request: pytest.FixtureRequest) -> TinySetup:
+    """Each setup in turn, or the ones a test names with indirect parametrization."""
+    model, tool_format = SETUPS[request.param]
+    return TinySetup(request.getfixturevalue(f"tiny_model_{model}"), tool_format)
 
 
 @pytest.fixture
@@ -65,8 +86,10 @@ def tools(tmp_path: Path) -> list[Tool]:
     return select_tools(None, Workspace(tmp_path))
 
 
-def make_turn(model: Path, settings: LocalSettings, n_ctx: int = 2048) -> TextTurn:
-    turn = open_local_turn(ResolvedModel(model, None), LoadSettings(n_ctx=n_ctx), settings)
+def make_turn(setup: TinySetup, settings: LocalSettings, n_ctx: int = 2048) -> TextTurn:
+    turn = open_local_turn(
+        ResolvedModel(setup.path, None), LoadSettings(n_ctx=n_ctx), settings, tool_format=setup.tool_format
+    )
     # load_llama leaves llama.cpp's batch threads at the core count; on a busy machine their spin
     # waits make every multi-token evaluation of this tiny model 10 to 100 times slower.
     llama_cpp.llama_set_n_threads(turn.generator.session.llama.ctx, 1, 1)
@@ -89,41 +112,9 @@ def held_text(turn: TextTurn) -> str:
     )
 
 
-def assert_well_formed(result: Final | ToolRequests, tools: list[Tool], choice: ToolChoice) -> None:
-    if isinstance(result, Final):
-        assert choice in ("auto", "none")
-        assert result.content.strip()
-        return
-    assert choice != "none"
-    by_name = {tool.name: tool for tool in tools}
-    for request in result.requests:
-        assert request.parse_error is None
-        assert request.name in by_name
-        if isinstance(choice, NamedToolChoice):
-            assert request.name == choice.name
-        try:
-            by_name[request.name].validate(request.arguments or {})
-        except InvalidArguments as error:
-            pytest.fail(f"{request.name} arguments {request.raw_arguments} do not validate: {error}")
-
-
-def run_steps(
-    turn: TextTurn, tools: list[Tool], choices: list[ToolChoice], task: str
-) -> Iterator[Final | ToolRequests]:
-    """A run as the runner makes it: each reply and the real tools' results are appended."""
-    executor = ToolExecutor({tool.name: tool for tool in tools}, on_event=lambda event: None)
-    messages = start(task)
-    for choice in choices:
-        result = turn(messages, [tool.spec for tool in tools], choice, CancelToken())
-        yield result
-        messages.append(assistant_message_for(result))
-        if isinstance(result, ToolRequests):
-            messages.extend(executor.run_step(result.requests, CancelToken()))
-
-
 @pytest.mark.parametrize("decoder", ["llguidance", "gbnf"])
 def test_every_turn_is_a_valid_action_or_answer_whatever_the_weights(
-    tiny_model: Path, tools: list[Tool], decoder: Decoder
+    tiny_model: TinySetup, tools: list[Tool], decoder: Decoder
 ) -> None:
     specs = [tool.spec for tool in tools]
     kinds: set[str] = set()
@@ -141,7 +132,7 @@ def test_every_turn_is_a_valid_action_or_answer_whatever_the_weights(
 
 @pytest.mark.parametrize("decoder", ["llguidance", "gbnf"])
 def test_a_tiny_token_limit_gives_a_cut_off_error_never_an_unparsable_reply(
-    tiny_model: Path, tools: list[Tool], decoder: Decoder
+    tiny_model: TinySetup, tools: list[Tool], decoder: Decoder
 ) -> None:
     specs = [tool.spec for tool in tools]
     cut_off = 0
@@ -164,7 +155,9 @@ def test_a_tiny_token_limit_gives_a_cut_off_error_never_an_unparsable_reply(
 
 
 @pytest.mark.parametrize("tiny_model", ["plain"], indirect=True)
-def test_a_gguf_without_a_chat_template_gets_the_plain_prompt(tiny_model: Path, tools: list[Tool]) -> None:
+def test_a_gguf_without_a_chat_template_gets_the_plain_prompt(
+    tiny_model: TinySetup, tools: list[Tool]
+) -> None:
     turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
     assert turn.format.template is None
     turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "auto", CancelToken())
@@ -177,7 +170,7 @@ def test_a_gguf_without_a_chat_template_gets_the_plain_prompt(tiny_model: Path, 
 
 @pytest.mark.parametrize("tiny_model", ["chat"], indirect=True)
 def test_a_gguf_with_a_chat_template_gets_its_prompt_through_the_template(
-    tiny_model: Path, tools: list[Tool]
+    tiny_model: TinySetup, tools: list[Tool]
 ) -> None:
     turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
     assert turn.format.template is not None
@@ -198,12 +191,67 @@ def test_a_gguf_with_a_chat_template_gets_its_prompt_through_the_template(
     assert tokens.count(end_of_turn) == 1
 
 
-@pytest.mark.parametrize("tiny_model", ["chat"], indirect=True)
-def test_a_chat_model_ends_its_turn_with_its_end_of_turn_marker_under_llguidance(
-    tiny_model: Path, tools: list[Tool]
+@pytest.mark.parametrize("tiny_model", ["qwen"], indirect=True)
+def test_a_gguf_whose_template_lays_out_tools_gets_the_tool_call_format_in_it(
+    tiny_model: TinySetup, tools: list[Tool]
 ) -> None:
-    """The template's <end_of_turn>, not EOS, is what the model writes to stop; llguidance only
-    knows EOS, so the decode loop must allow the marker wherever the grammar allows EOS."""
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
+    assert isinstance(turn.format, ToolCallFormat)
+    result = turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "required", CancelToken())
+    assert isinstance(result, ToolRequests)
+    tokens, text = held_tokens(turn), held_text(turn)
+    system, rest = text.split("<|im_end|>\n", 1)
+    # Qwen's way: the template writes the tools block into the system turn, each tool once.
+    assert system.startswith(f"<|im_start|>system\n{SYSTEM}\n\n# Tools\n\nYou may call one or more functions")
+    assert system.count("\n<tools>\n") == 1
+    for tool in tools:
+        assert system.count(json.dumps(tool.spec.to_openai(), ensure_ascii=False)) == 1
+    assert rest.startswith("<|im_start|>user\nWhat is 6 * 7?<|im_end|>\n<|im_start|>assistant\n")
+    assert "<tools>" not in rest
+    # No BOS (Qwen's GGUF adds none); the markers went in as control tokens.
+    session = turn.generator.session
+    [im_start] = session.tokenize("<|im_start|>", bos=False, special=True)
+    [im_end] = session.tokenize("<|im_end|>", bos=False, special=True)
+    assert tokens[0] == im_start
+    assert (tokens.count(im_start), tokens.count(im_end)) == (3, 2)
+    # Where the grammar forces a tag (no preface may come first), it is fast-forwarded as the
+    # vocabulary's single user-defined token, as Qwen2.5 writes it. (Where the model samples it,
+    # llguidance also lets it spell the tag in smaller pieces.)
+    turn.format = ToolCallFormat(turn.format.template, preface=False)
+    result = turn(start("What is 6 * 7?"), [tool.spec for tool in tools], "required", CancelToken())
+    assert isinstance(result, ToolRequests)
+    [open_tag] = session.tokenize("<tool_call>", bos=False)
+    [close_tag] = session.tokenize("</tool_call>", bos=False)
+    reply = turn.generator.steps[-1].generation
+    assert reply.tokens[0] == open_tag
+    assert reply.tokens.count(open_tag) == reply.tokens.count(close_tag) == len(result.requests)
+    assert reply.text.startswith("<tool_call>\n{")
+
+
+@pytest.mark.parametrize("tiny_model", ["qwen", "smollm"], indirect=True)
+def test_tool_results_go_back_as_tool_responses_in_a_user_turn(
+    tiny_model: TinySetup, tools: list[Tool]
+) -> None:
+    """Qwen's template lays them out so itself; for SmolLM2's, which knows no tools, the format
+    does the same, and puts the tools block it lacks in the system turn."""
+    turn = make_turn(tiny_model, LocalSettings(max_tokens=64))
+    choices: list[ToolChoice] = [NamedToolChoice(name="calculator"), "none"]
+    results = list(run_steps(turn, tools, choices, start("What is 6 * 7?")))
+    assert isinstance(results[0], ToolRequests) and isinstance(results[1], Final)
+    text = held_text(turn)
+    assert text.startswith(f"<|im_start|>system\n{SYSTEM}\n\n# Tools\n\n")
+    assert text.count("<|im_start|>system\n") == 1
+    responses = text.split("<|im_start|>user\n")[2].split("<|im_end|>")[0]
+    assert responses.startswith("<tool_response>\n") and responses.endswith("\n</tool_response>")
+    assert responses.count("<tool_response>") == len(results[0].requests)
+
+
+@pytest.mark.parametrize("tiny_model", ["chat", "qwen"], indirect=True)
+def test_a_chat_model_ends_its_turn_with_its_end_of_turn_marker_under_llguidance(
+    tiny_model: TinySetup, tools: list[Tool]
+) -> None:
+    """The template's end of turn (Gemma's <end_of_turn>, not its EOS; Qwen's <|im_end|>) is what
+    the model writes to stop; the decode loop must allow it wherever the grammar allows EOS."""
     turn = make_turn(tiny_model, LocalSettings(max_tokens=200))
     specs = [tool.spec for tool in tools]
     answer = turn(start("Say hello."), specs, "none", CancelToken())
@@ -218,25 +266,35 @@ def test_a_chat_model_ends_its_turn_with_its_end_of_turn_marker_under_llguidance
 
 @pytest.mark.parametrize("decoder", ["llguidance", "gbnf"])
 def test_each_step_evaluates_only_the_tokens_added_since_the_last(
-    tiny_model: Path, tools: list[Tool], decoder: Decoder
+    tiny_model: TinySetup, tools: list[Tool], decoder: Decoder
 ) -> None:
     turn = make_turn(tiny_model, LocalSettings(max_tokens=96, decoder=decoder))
     choices: list[ToolChoice] = [NamedToolChoice(name="calculator")] * 3 + ["none"]
-    results = list(run_steps(turn, tools, choices, "Compute 2 * 3, then that result times 4."))
+    results = list(run_steps(turn, tools, choices, start("Compute 2 * 3, then that result times 4.")))
     assert isinstance(results[-1], Final)
-    for step in turn.generator.steps[1:]:
-        assert step.new_prompt_tokens < step.prompt_tokens / 5
-        assert step.new_prompt_tokens <= step.evaluated_prompt_tokens <= step.new_prompt_tokens + 1
+    for before, step in zip(turn.generator.steps, turn.generator.steps[1:], strict=False):
+        # Nothing of the last prompt is evaluated again.
+        assert step.evaluated_prompt_tokens <= step.prompt_tokens - before.prompt_tokens + 1
+        if decoder == "llguidance":
+            assert step.new_prompt_tokens < step.prompt_tokens / 5
+            assert step.evaluated_prompt_tokens == step.new_prompt_tokens
+        else:
+            # GBNF's reply tokens are not kept: its text is tokenized again as new, and the KV
+            # cache may still hold the first of those tokens as the sampler chose them.
+            assert 1 <= step.evaluated_prompt_tokens <= step.new_prompt_tokens + 1
     if decoder == "llguidance":
         # The own loop's reply tokens are reused as generated. The plain prompt repeats the reply
-        # exactly; Gemma's template trims it, so its final newline token is re-rendered after it.
-        trimmed = 0 if turn.format.template is None else 1
+        # exactly; Gemma's template trims it, so a text-tag reply's final newline token is
+        # re-rendered after it. A tool_call reply ends with its call, which no template trims.
+        trimmed = 0 if isinstance(turn.format, ToolCallFormat) or turn.format.template is None else 1
         for before, step in zip(turn.generator.steps, turn.generator.steps[1:], strict=False):
             reply = before.generation.stats.generated_tokens
             assert step.prompt_tokens == before.prompt_tokens + reply - trimmed + step.new_prompt_tokens
 
 
-def test_a_long_run_elides_old_observations_to_fit_the_context(tiny_model: Path, tools: list[Tool]) -> None:
+def test_a_long_run_elides_old_observations_to_fit_the_context(
+    tiny_model: TinySetup, tools: list[Tool]
+) -> None:
     n_ctx, max_tokens = 1024, 64
     turn = make_turn(tiny_model, LocalSettings(max_tokens=max_tokens), n_ctx=n_ctx)
     read_file = next(tool for tool in tools if tool.name == "read_file")
@@ -258,11 +316,12 @@ def test_a_long_run_elides_old_observations_to_fit_the_context(tiny_model: Path,
     assert elided[0] == 0 and elided[-1] >= 2
     text = held_text(turn)
     assert ELIDED in text
-    assert text.rsplit("Observation: ", 1)[1].startswith("long.txt, lines 1-6 of 6:\n")  # the latest, in full
+    latest = "<tool_response>\n" if isinstance(turn.format, ToolCallFormat) else "Observation: "
+    assert text.rsplit(latest, 1)[1].startswith("long.txt, lines 1-6 of 6:\n")  # the latest, in full
 
 
 def test_a_run_that_outgrows_the_context_with_every_observation_elided_is_a_clear_error(
-    tiny_model: Path, tools: list[Tool]
+    tiny_model: TinySetup, tools: list[Tool]
 ) -> None:
     read_file = next(tool for tool in tools if tool.name == "read_file")
     turn = make_turn(tiny_model, LocalSettings(max_tokens=64), n_ctx=1024)

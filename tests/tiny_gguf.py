@@ -2,17 +2,18 @@
 
 The weights are noise, so the model writes nonsense; tests rely on the grammar for structure.
 The tokenizer is real: GPT-2 style byte-level BPE (each byte is a token, so any text tokenizes),
-merges that make the words of a text-tag prompt one token each, and control tokens for pad, EOS,
-BOS and a chat template's turn markers. One residual dimension is held constant so the output
-layer can add a fixed bias to the tokens that end a field (newline, quote, brace, end of turn):
-replies then close their fields within a few dozen tokens instead of running to the limit.
+merges that make the words of a text-tag prompt one token each, control tokens for pad, EOS,
+BOS and a chat template's turn markers, and (as Qwen has) user-defined tokens like `<tool_call>`.
+One residual dimension is held constant so the output layer can add a fixed bias to the tokens
+that end a field (newline, quote, brace, end of turn): replies then close their fields within a
+few dozen tokens instead of running to the limit.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,48 @@ import pytest
 
 ARCH = "llama"
 PAD, EOS, BOS = "<pad>", "<eos>", "<bos>"
-TURN_MARKERS = ("<start_of_turn>", "<end_of_turn>")
+# Real instruct models' templates (tests/external/chat_templates/SOURCE.md).
+CHAT_TEMPLATES = Path(__file__).parent / "external" / "chat_templates"
+QWEN_TEMPLATE = (CHAT_TEMPLATES / "qwen2.5-coder-instruct.jinja").read_text(encoding="utf-8")
+SMOLLM_TEMPLATE = (CHAT_TEMPLATES / "smollm2-instruct.jinja").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The tokens a vocabulary starts with, in id order: control tokens, then user-defined ones."""
+
+    control: tuple[str, ...]
+    # Text the tokenizer always reads as one token, and the model writes as text (Qwen's <tool_call>).
+    user_defined: tuple[str, ...] = ()
+    bos: str = BOS
+    eos: str = EOS
+    # What the model writes to end its reply: its chat template's end of turn, or EOS.
+    turn_end: str = EOS
+    add_bos: bool = True
+
+
+PLAIN_TOKENS = SpecialTokens((PAD, EOS, BOS))
+GEMMA_LIKE_TOKENS = SpecialTokens(
+    (PAD, EOS, BOS, "<start_of_turn>", "<end_of_turn>"), turn_end="<end_of_turn>"
+)
+# Qwen2.5's: <|endoftext|> is BOS and pad, <|im_end|> is EOS, no BOS is added, and <tool_call>
+# and </tool_call> are user-defined.
+QWEN_LIKE_TOKENS = SpecialTokens(
+    ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+    ("<tool_call>", "</tool_call>"),
+    bos="<|endoftext|>",
+    eos="<|im_end|>",
+    turn_end="<|im_end|>",
+    add_bos=False,
+)
+# SmolLM2's: ChatML markers, <|im_start|> is BOS, <|im_end|> is EOS, no BOS is added.
+SMOLLM_LIKE_TOKENS = SpecialTokens(
+    ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+    bos="<|im_start|>",
+    eos="<|im_end|>",
+    turn_end="<|im_end|>",
+    add_bos=False,
+)
 
 # Gemma's shape: the system prompt is prefixed to the first user turn, content is trimmed, the
 # assistant is called "model", and the generation prompt opens a model turn.
@@ -75,6 +117,30 @@ user
 model
 system
 """
+# What Qwen2.5's template and the tool_call format add: the tools block, spaced JSON, tool responses.
+TOOL_CALL_CORPUS = """
+# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{"type": "function", "function": {"name": "read_file", "description": "Read a whole text file.",
+"parameters": {"additionalProperties": false, "properties": {"path": {"description": "File path
+relative to the workspace root", "type": "string"}, "start_line": {"default": 1, "description":
+"First line to read; only for long files", "minimum": 1, "type": "integer"}, "end_line": {}},
+"required": ["path"], "type": "object"}}}
+</tools>
+
+For each function call, return a json object with function name and arguments within
+<tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call>
+<tool_response>
+long.txt, lines 1-6 of 6:
+</tool_response>
+"""
 # GPT-2's pre-tokenizer, with Python's `re` (letters are word characters that are not digits or _).
 _PRE_TOKEN = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+")
 
@@ -85,6 +151,11 @@ _PRE_TOKEN = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_
 LOGIT_NOISE = 4.0
 END_LIFTS = {"\n": 11.0, '"': 9.0, '"}': 9.0, "}": 8.0}
 TURN_END_LIFT = 12.0
+# In the tool_call format a line break ends only the preface, and an answer (which may hold line
+# breaks) ends with the end of turn; a model for it breaks lines and ends its turn more readily,
+# or noise can lock a preface or an answer into repeating a phrase.
+TOOL_CALL_LIFTS = {"\n": 15.0}
+TOOL_CALL_TURN_END_LIFT = 20.0
 # The constant residual dimension reads about this much after the final RMS norm (measured).
 _BIAS_INPUT_AFTER_NORM = 0.9
 
@@ -130,15 +201,13 @@ def _byte_level(text: str) -> str:
     return "".join(_ALPHABET[byte] for byte in text.encode("utf-8"))
 
 
-def build_vocabulary(markers: Sequence[str], corpus: str = CORPUS) -> Vocabulary:
-    """Control tokens (Gemma's order: pad, eos, bos, then turn markers), the 256 bytes, then merges
-    that make each corpus word one token.
+def build_vocabulary(special: SpecialTokens, corpus: str = CORPUS) -> Vocabulary:
+    """The special tokens, the 256 bytes, then merges that make each corpus word one token.
 
     A word's merges are added after it is split with the merges so far, each joining its first two
     pieces; as they rank after every earlier merge they never change how earlier words split.
     """
-    control = [PAD, EOS, BOS, *markers]
-    tokens = [*control, *_ALPHABET]
+    tokens = [*special.control, *special.user_defined, *_ALPHABET]
     known = set(tokens)
     ranks: dict[tuple[str, str], int] = {}
     for word in dict.fromkeys(_PRE_TOKEN.findall(corpus)):
@@ -149,7 +218,11 @@ def build_vocabulary(markers: Sequence[str], corpus: str = CORPUS) -> Vocabulary
                 known.add(pieces[0] + pieces[1])
                 tokens.append(pieces[0] + pieces[1])
             pieces = _apply_merges(pieces, ranks)
-    types = [gguf.TokenType.CONTROL] * len(control) + [gguf.TokenType.NORMAL] * (len(tokens) - len(control))
+    types = (
+        [gguf.TokenType.CONTROL] * len(special.control)
+        + [gguf.TokenType.USER_DEFINED] * len(special.user_defined)
+        + [gguf.TokenType.NORMAL] * (len(tokens) - len(special.control) - len(special.user_defined))
+    )
     return Vocabulary(tokens, [int(t) for t in types], [f"{left} {right}" for left, right in ranks])
 
 
@@ -165,7 +238,7 @@ def _apply_merges(pieces: list[str], ranks: dict[tuple[str, str], int]) -> list[
 
 
 def _weights(
-    vocabulary: Vocabulary, dims: TinyDims, turn_end: str, seed: int
+    vocabulary: Vocabulary, dims: TinyDims, lifts: Mapping[str, float], seed: int
 ) -> Iterator[tuple[str, np.ndarray]]:
     """Random weights (rows are outputs, as GGUF stores them), with residual dimension 0 held at a
     constant: nothing writes to it, so the output layer reads it as a per-token bias."""
@@ -198,19 +271,24 @@ def _weights(
     yield "output_norm.weight", ones
     output = dense(n_vocab, d, gain=LOGIT_NOISE)
     bias = np.zeros(n_vocab, dtype=np.float32)
-    for text, lift in END_LIFTS.items():
+    for text, lift in lifts.items():
         bias[vocabulary.id_of(text)] = lift
-    bias[vocabulary.id_of(turn_end)] = TURN_END_LIFT
     output[:, 0] = bias / _BIAS_INPUT_AFTER_NORM
     yield "output.weight", output
 
 
 def build_tiny_gguf(
-    path: Path, *, chat_template: str | None, seed: int = 0, dims: TinyDims = TinyDims()
+    path: Path,
+    *,
+    chat_template: str | None,
+    special: SpecialTokens = PLAIN_TOKENS,
+    corpus: str = CORPUS,
+    lifts: Mapping[str, float] | None = None,
+    seed: int = 0,
+    dims: TinyDims = TinyDims(),
 ) -> Path:
     """Write a tiny llama-architecture GGUF with random weights and a byte-level BPE tokenizer."""
-    markers = [m for m in TURN_MARKERS if chat_template and m in chat_template]
-    vocabulary = build_vocabulary(markers)
+    vocabulary = build_vocabulary(special, corpus)
     writer = gguf.GGUFWriter(path, ARCH)
     writer.add_name(f"tiny-random-{'chat' if chat_template else 'plain'}")
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
@@ -229,20 +307,34 @@ def build_tiny_gguf(
     writer.add_token_types(vocabulary.types)
     writer.add_token_merges(vocabulary.merges)
     writer.add_pad_token_id(0)
-    writer.add_eos_token_id(1)
-    writer.add_bos_token_id(2)
-    writer.add_add_bos_token(True)
+    writer.add_eos_token_id(vocabulary.id_of(special.eos))
+    writer.add_bos_token_id(vocabulary.id_of(special.bos))
+    writer.add_add_bos_token(special.add_bos)
     writer.add_add_eos_token(False)
     if chat_template:
         writer.add_chat_template(chat_template)
-    turn_end = TURN_MARKERS[1] if TURN_MARKERS[1] in markers else EOS
-    for name, tensor in _weights(vocabulary, dims, turn_end, seed):
+    if lifts is None:
+        lifts = {**END_LIFTS, special.turn_end: TURN_END_LIFT}
+    for name, tensor in _weights(vocabulary, dims, lifts, seed):
         writer.add_tensor(name, tensor)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def build_tool_call_gguf(path: Path, chat_template: str, special: SpecialTokens, seed: int = 0) -> Path:
+    """A tiny chat GGUF for the tool_call format: its merges know the tools block, and it breaks
+    lines and ends its turn more readily than the others (TOOL_CALL_LIFTS)."""
+    return build_tiny_gguf(
+        path,
+        chat_template=chat_template,
+        special=special,
+        corpus=CORPUS + TOOL_CALL_CORPUS,
+        lifts={**END_LIFTS, **TOOL_CALL_LIFTS, special.turn_end: TOOL_CALL_TURN_END_LIFT},
+        seed=seed,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -255,5 +347,24 @@ def tiny_model_plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_model_chat(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An instruction-model GGUF with a Gemma-like chat template and its turn markers."""
     return build_tiny_gguf(
-        tmp_path_factory.mktemp("tiny") / "tiny-chat.gguf", chat_template=GEMMA_LIKE_TEMPLATE
+        tmp_path_factory.mktemp("tiny") / "tiny-chat.gguf",
+        chat_template=GEMMA_LIKE_TEMPLATE,
+        special=GEMMA_LIKE_TOKENS,
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_model_qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An instruction-model GGUF with Qwen2.5's own chat template (it lays out tools, and replies
+    call them in `<tool_call>` tags) and Qwen's special tokens."""
+    return build_tool_call_gguf(
+        tmp_path_factory.mktemp("tiny") / "tiny-qwen.gguf", QWEN_TEMPLATE, QWEN_LIKE_TOKENS
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_model_smollm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An instruction-model GGUF with SmolLM2's own ChatML template, which lays out no tools."""
+    return build_tool_call_gguf(
+        tmp_path_factory.mktemp("tiny") / "tiny-smollm.gguf", SMOLLM_TEMPLATE, SMOLLM_LIKE_TOKENS
     )

@@ -49,7 +49,9 @@ class ToolCallFormat:
         chat = self._chat_messages(messages, tools)
         tool_list = [tool.to_openai() for tool in tools] if self.template.renders_tools else None
         text = self.template.render(chat, tool_list)
-        fixed = self.template.render(chat[:1], tool_list, generation=False) if chat else ""
+        # The system turn is the same for every task; a first user turn is not.
+        system = chat[:1] if chat and chat[0]["role"] == "system" else []
+        fixed = self.template.render(system, tool_list, generation=False) if system else ""
         return Prompt(text, special=True, fixed_prefix=fixed if text.startswith(fixed) else "")
 
     def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar:
@@ -121,7 +123,9 @@ class _CallStream:
 
     def __init__(self, on_event: TurnEventSink | None, opener: str) -> None:
         self._on_event = on_event
-        self._opener = opener
+        # Without its line break: a model may write `<tool_call>{...` on one line, and the tag's
+        # single token arrives before the break does.
+        self._opener = opener.strip()
         self._text = ""
         self._sent = 0
         self._state = "undecided"  # then "call" or "answer"
@@ -137,7 +141,9 @@ class _CallStream:
                 if self._text[:cut].strip():
                     self._on_event(ReasoningDelta(text=self._text[:cut].strip()))
                 return
-            if not re.search(r"\n\s*[^\s]", self._text):
+            # A second line that cannot be the opener's start: no call follows a one-line preface.
+            later = re.search(r"\n\s*(\S.*)", self._text, re.DOTALL)
+            if later is None or self._opener.startswith(later[1]):
                 return
             self._state = "answer"
         self._on_event(ContentDelta(text=self._text[self._sent :]))

@@ -22,10 +22,16 @@ from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest,
 from localagent.texttag.json_repair import JsonUnreadable, load_json, read_json_object
 from localagent.tools.spec import ToolSpec
 
+# Each way of writing a call: its opening, its close, and whether a JSON object in it must start
+# with "name" to be one: in <tool_call> tags any object is a call (one without a name gets that
+# error), in a fence it may be data. A block the reply does not close runs to its end.
 _TOLERANT_BLOCKS = (
-    re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|$)", re.DOTALL),
-    re.compile(r"```(?:json)?[ \t]*\n(?P<body>\s*\{.*?)\s*(?:```|$)", re.DOTALL),
+    (re.compile(re.escape("<tool_call>")), "</tool_call>", False),
+    (re.compile(r"```(?:json)?[ \t]*\n"), "```", True),
 )
+
+# A JSON object that opens a line with its "name": a call written bare, maybe after a line of text.
+_BARE_CALL = re.compile(r"""(?:^|\n)[ \t]*(?=\{\s*["']name["']\s*:)""")
 
 
 @dataclass
@@ -34,6 +40,8 @@ class _Reading:
     bodies: list[str] = field(default_factory=list)
     answer: str | None = None
     notes: list[str] = field(default_factory=list)
+    # The reply ends right after a whole call (for a reply cut off at the token limit).
+    complete: bool = True
 
 
 def new_request_id() -> str:
@@ -54,10 +62,9 @@ def parse_tool_call_reply(
     tool_names = [tool.name for tool in tools]
     shapes = prompts.tool_call_reply_shapes(tool_names, tool_choice)
     reading = _strict(text, wrapper) if constrained else _tolerant(text)
-    if cut_off and (reading.answer is not None or not reading.bodies or _opens_another_call(text, wrapper)):
-        raise RecoverableTurnError(
-            prompts.cut_off(token_limit, in_call=bool(reading.bodies)), text, "cut_off"
-        )
+    if cut_off and (reading.answer is not None or not reading.bodies or not reading.complete):
+        in_call = reading.answer is None
+        raise RecoverableTurnError(prompts.cut_off(token_limit, in_call=in_call), text, "cut_off")
     if reading.bodies:
         requests = [_request(body, new_id, reading.notes, repair=not constrained) for body in reading.bodies]
         result = ToolRequests(requests=requests, reasoning=reading.preface or None)
@@ -84,21 +91,42 @@ def _strict(text: str, wrapper: Wrapper) -> _Reading:
         if end is None:
             break
         reading.bodies.append(rest[body_start:end])
+        # Past the wrapper's close, even where the token limit cut it short: the call itself is whole.
         rest = rest[end + len(wrapper.close) :]
         rest = rest.removeprefix("\n")
+    reading.complete = not rest
     return reading
 
 
 def _tolerant(text: str) -> _Reading:
-    for block in _TOLERANT_BLOCKS:
-        matches = list(block.finditer(text))
-        bodies = [match["body"] for match in matches if _looks_like_call(match["body"])]
+    for opening, close, named in _TOLERANT_BLOCKS:
+        blocks = _blocks(text, opening, close)
+        bodies = [
+            body for _, body in blocks if _looks_like_call(body) or (not named and body.startswith("{"))
+        ]
         if bodies:
-            return _Reading(preface=text[: matches[0].start()].strip(), bodies=bodies)
-    stripped = text.strip()
-    if stripped.startswith("{") and _looks_like_call(stripped):
-        return _Reading(preface="", bodies=[stripped], notes=["read a bare JSON object as a tool call"])
-    return _Reading(preface="", answer=stripped)
+            complete = not _opens_another_call(text)
+            return _Reading(preface=text[: blocks[0][0]].strip(), bodies=bodies, complete=complete)
+    bare = _BARE_CALL.search(text)
+    if bare:
+        body = text[bare.end() :].strip()
+        note = "read a bare JSON object as a tool call"
+        complete = _object_end(body, 0) == len(body)
+        return _Reading(preface=text[: bare.start()].strip(), bodies=[body], notes=[note], complete=complete)
+    return _Reading(preface="", answer=text.strip())
+
+
+def _blocks(text: str, opening: re.Pattern[str], close: str) -> list[tuple[int, str]]:
+    """Where each block starts, and its body: found with `find`, not a regex that backtracks over
+    the whitespace a looping model writes."""
+    blocks = []
+    position = 0
+    while found := opening.search(text, position):
+        end = text.find(close, found.end())
+        stop = len(text) if end < 0 else end
+        blocks.append((found.start(), text[found.end() : stop].strip()))
+        position = stop + len(close)
+    return blocks
 
 
 def _looks_like_call(body: str) -> bool:
@@ -129,10 +157,9 @@ def _object_end(text: str, start: int) -> int | None:
     return None
 
 
-def _opens_another_call(text: str, wrapper: Wrapper) -> bool:
-    """Whether a cut-off reply ends inside a call rather than right after one."""
-    closing = wrapper.close or "}"
-    return not text.rstrip().endswith(closing.strip())
+def _opens_another_call(text: str) -> bool:
+    """Whether a reply with calls in tags or fences ends inside a call rather than right after one."""
+    return not text.rstrip().endswith(("</tool_call>", "```"))
 
 
 def _request(body: str, new_id: Callable[[], str], notes: list[str], *, repair: bool) -> ToolRequest:
@@ -174,10 +201,15 @@ def _unreadable(request_id: str, name: str, raw: str, reason: str) -> ToolReques
 
 
 def _raw_arguments(body: str, name: str, arguments: Any) -> str:
-    """The arguments exactly as written when the body has the grammar's layout, else as compact JSON."""
+    """The arguments exactly as written when the body has the grammar's layout, else as JSON."""
     prefix = call_prefix(name)
-    if body.startswith(prefix) and body.endswith("}"):
-        return body[len(prefix) : -1]
+    if body.startswith(prefix) and body.endswith("}") and isinstance(arguments, dict):
+        written = body[len(prefix) : -1]
+        try:
+            if load_json(written) == arguments:
+                return written
+        except JsonUnreadable:
+            pass
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
@@ -189,6 +221,13 @@ def _guess_name(body: str) -> str:
 def render_calls(requests: Sequence[ToolRequest], wrapper: Wrapper) -> str:
     """Calls as the grammar makes the model write them, so the prompt repeats the reply byte for byte."""
     return "\n".join(
-        f"{wrapper.open}{call_prefix(request.name)}{request.raw_arguments or '{}'}}}{wrapper.close}"
+        f"{wrapper.open}{call_prefix(request.name)}{_arguments_text(request)}}}{wrapper.close}"
         for request in requests
     )
+
+
+def _arguments_text(request: ToolRequest) -> str:
+    """The arguments as written; as JSON for a request that was never text (say, a scripted turn)."""
+    if request.raw_arguments or request.arguments is None:
+        return request.raw_arguments or "{}"
+    return json.dumps(request.arguments, ensure_ascii=False)

@@ -37,7 +37,9 @@ def render_reply(message: AssistantMessage) -> str:
             for r in message.tool_requests
         )
         return thought + actions
-    return f"{thought}Final Answer: {message.content}\n"
+    # The chat grammar ends an answer with the end of turn, the plain one with a line break (added
+    # where the plain prompt is laid out).
+    return f"{thought}Final Answer: {message.content}"
 
 
 def _arguments_text(raw: str, arguments: dict | None) -> str:
@@ -110,7 +112,8 @@ def chat_messages(turns: Sequence[PromptTurn]) -> list[dict[str, str]]:
     messages: list[dict[str, str]] = []
     for turn in turns:
         role = "user" if turn.role == "observation" else turn.role
-        text = turn.text.rstrip("\n")
+        # A reply stays as the model wrote it, its final line break too (the KV cache holds it).
+        text = turn.text if role == "assistant" else turn.text.rstrip("\n")
         if messages and messages[-1]["role"] == role:
             messages[-1]["content"] += "\n" + text
         else:
