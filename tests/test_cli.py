@@ -263,7 +263,7 @@ def test_the_readme_opens_with_the_two_setup_commands() -> None:
         text=True,
         check=True,
     ).stdout
-    assert marked.strip().endswith("python -m pytest")
+    assert marked.strip().endswith("python -m pytest --slow")
     run = subprocess.run(
         [sys.executable, str(README.parent / ".ci" / "readme_command.py"), "run"],
         capture_output=True,

@@ -276,10 +276,9 @@ def test_ctrl_c_while_the_server_stalls_mid_stream_cancels_and_keeps_the_transcr
     assert finished.stderr.rstrip().endswith(
         f"localagent: run ended with status cancelled: cancelled by the user (transcript: {cli.transcript})"
     )
-    assert read_messages(cli.transcript) == [
-        SystemMessage(content=read_messages(cli.transcript)[0].content),
-        UserMessage(content=TASK),
-    ]
+    system, task = read_messages(cli.transcript)
+    assert isinstance(system, SystemMessage) and isinstance(task, UserMessage)
+    assert task.content.endswith(TASK) and not task.feedback
     last = finished.records()[-1]
     assert (last["type"], last["status"]) == ("run_finished", "cancelled")
     # The connection was dropped, so a real server stops generating.

@@ -84,7 +84,7 @@ def test_tool_call_then_answer_links_result_to_request() -> None:
     request = result.messages[2].tool_requests[0]
     observation = tool_messages(result.messages)[0]
     assert observation.request_id == request.id
-    assert observation.content.startswith("5\n")
+    assert observation.content == "5"
     assert not observation.is_error
     assert turn.calls[1].messages[-1] == observation
 
