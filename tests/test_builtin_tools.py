@@ -13,6 +13,7 @@ from localagent.cancel import Cancelled, CancelToken
 from localagent.events import ToolFinished
 from localagent.messages import ToolRequest
 from localagent.tool_execution import ToolExecutor
+from localagent.tools import files
 from localagent.tools.base import InvalidArguments, ToolError
 from localagent.tools.files import (
     LINE_CHAR_LIMIT,
@@ -178,6 +179,21 @@ def test_search_text_with_a_regex_and_a_path(tools: FileTools) -> None:
 def test_search_text_bad_regex_is_a_clear_error(tools: FileTools) -> None:
     with pytest.raises(ToolError, match=r"Invalid regular expression '\(unclosed'.*set regex to false"):
         tools.search_text("(unclosed", regex=True)
+
+
+def test_search_text_stops_a_catastrophic_pattern_with_a_clear_error(
+    tools: FileTools, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a|aa)+$ tries every way to split the a's before failing at '!': about 2**40 on this line.
+    (ws / "aaa.txt").write_text("a" * 40 + "!\n")
+    monkeypatch.setattr(files, "SEARCH_REGEX_SECONDS", 0.2)
+    with pytest.raises(ToolError) as caught:
+        tools.search_text("(a|aa)+$", path="aaa.txt", regex=True)
+    assert str(caught.value) == (
+        "The regular expression '(a|aa)+$' was stopped after 0.2 s on one line: it backtracks too much. "
+        "Use a simpler pattern without nested repeats like (a|aa)+, "
+        "or set regex to false to search plain text."
+    )
 
 
 def test_search_text_no_matches(tools: FileTools) -> None:

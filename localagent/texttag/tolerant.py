@@ -14,7 +14,8 @@ from localagent.texttag.reply import RawAction, ReplyParts
 # Longer labels first: "Action Input" must win over "Action".
 _LABELS: tuple[tuple[str, str], ...] = (
     ("input", r"action[ \t_-]*input|动作输入|行动输入|操作输入"),
-    ("answer", r"final[ \t_-]*answer|最终答案|最终回答|最终答复"),
+    # LlamaIndex's ReAct prompt labels the final answer "Answer:".
+    ("answer", r"(?:final[ \t_-]*)?answer|最终答案|最终回答|最终答复"),
     ("thought", r"thoughts?|thinking|思考|想法|思路"),
     ("action", r"action|动作|行动|操作"),
     ("observation", r"observation|观察结果|观察"),
@@ -46,6 +47,12 @@ class _Section:
 def tolerant_parts(text: str) -> ReplyParts:
     preamble, sections = _sections(text)
     notes: list[str] = []
+    if sections and sections[0].kind == "observation" and not preamble.strip():
+        # The model began by repeating the last Observation; what it wrote after that is its reply.
+        echo = next((i for i, section in enumerate(sections) if section.kind != "observation"), None)
+        if echo is not None:
+            notes.append("ignored the Observation the model repeated at the start of its reply")
+            sections = sections[echo:]
     if any(section.kind == "observation" for section in sections):
         cut = next(i for i, section in enumerate(sections) if section.kind == "observation")
         if any(section.text for section in sections[cut:]):

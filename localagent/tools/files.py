@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
+import regex
 from pydantic import Field
 
 from localagent.cancel import CancelToken
@@ -25,6 +26,7 @@ READ_CHAR_LIMIT = 8000  # characters of numbered lines returned by one read_file
 LINE_CHAR_LIMIT = 1000  # a longer line is cut: read_file shows and search_text searches only its start
 SEARCH_MATCH_LIMIT = 50
 SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
+SEARCH_REGEX_SECONDS = 2.0  # CPU time one line may take: a pattern that backtracks without end is stopped
 BINARY_SNIFF_BYTES = 8192
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
@@ -359,17 +361,29 @@ def _display_line(raw: bytes) -> str:
     return text
 
 
-def _matcher(pattern: str, regex: bool) -> Callable[[str], bool]:
-    if not regex:
+def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
+    if not is_regex:
         return lambda text: pattern in text
     try:
-        compiled = re.compile(pattern)
-    except re.error as error:
+        compiled = regex.compile(pattern)
+    except regex.error as error:
         raise ToolError(
             f"Invalid regular expression {pattern!r}: {error}. "
             "Fix it, or set regex to false to search plain text."
         ) from None
-    return lambda text: compiled.search(text) is not None
+
+    def matches(text: str) -> bool:
+        # Python's re cannot be stopped once it backtracks without end; the regex package can.
+        try:
+            return compiled.search(text, timeout=SEARCH_REGEX_SECONDS) is not None
+        except TimeoutError:
+            raise ToolError(
+                f"The regular expression {pattern!r} was stopped after {SEARCH_REGEX_SECONDS:g} s on one "
+                "line: it backtracks too much. Use a simpler pattern without nested repeats like (a|aa)+, "
+                "or set regex to false to search plain text."
+            ) from None
+
+    return matches
 
 
 def _read_utf8(real: Path, shown: str) -> str:
