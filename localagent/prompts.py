@@ -221,6 +221,10 @@ CANCELLED_BEFORE = "Tool error: cancelled before it ran."
 CANCELLED_WHILE = "Tool error: cancelled while running."
 
 
+def other_tool_required(name: str) -> str:
+    return f"Tool error: not run: only {name} may be called now. Call {name}."
+
+
 def too_many_calls(limit: int) -> str:
     return f"Tool error: not run: at most {limit} tool calls are allowed in one step."
 

@@ -14,7 +14,7 @@ from localagent.events import ToolFinished
 from localagent.messages import ToolRequest
 from localagent.tool_execution import ToolExecutor
 from localagent.tools import files
-from localagent.tools.base import InvalidArguments, ToolError
+from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.files import (
     LINE_CHAR_LIMIT,
     LIST_LIMIT,
@@ -306,8 +306,6 @@ def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) 
         ("aaa\n", "aa", r"old appears 2 times"),
         ("def f():\n    return 1\n", "2: return 1", r"Leave out the line numbers"),
         ("def f():\n    return 1\n", "return 1  ", r"spaces or newlines at the start or end"),
-        ("x\n", "", r"old is empty"),
-        ("x\n", "x", r"old and new are the same"),
     ],
 )
 def test_replace_in_file_refuses_without_changing_anything(
@@ -372,6 +370,34 @@ def test_the_runner_reports_an_escape_as_a_tool_error(tools: FileTools, tmp_path
     assert message.is_error
     assert message.content.startswith("Tool error: Path '../secret.txt' is outside the workspace.")
     assert any(isinstance(event, ToolFinished) for event in events)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ("x", "x", "old and new are the same, so nothing would change."),
+        ("", "y", "old is empty. Copy the exact text to replace from the file."),
+    ],
+)
+def test_an_edit_that_changes_nothing_is_refused_before_anyone_is_asked(
+    tools: FileTools, ws: Path, old: str, new: str, reason: str
+) -> None:
+    (ws / "f.txt").write_text("x\n")
+    asked: list[str] = []
+
+    def approve(tool: Tool, request: ToolRequest) -> bool:
+        asked.append(tool.name)
+        return True
+
+    executor = ToolExecutor({tool.name: tool for tool in tools.tools()}, lambda event: None, approve)
+    request = ToolRequest(id="1", name="replace_in_file", arguments={"path": "f.txt", "old": old, "new": new})
+    [message] = executor.run_step([request], CancelToken())
+    assert (message.is_error, message.content) == (
+        True,
+        f"Tool error: invalid arguments for replace_in_file: {reason}",
+    )
+    assert asked == []
+    assert (ws / "f.txt").read_text() == "x\n"
 
 
 def test_a_cancelled_search_stops(tools: FileTools) -> None:

@@ -161,7 +161,13 @@ def test_parse_prints_each_kind_of_result() -> None:
     assert json.loads(action.stdout) == {
         "kind": "tool_requests",
         "requests": [
-            {"id": "call_1", "name": "calculator", "arguments": {"expression": "1+1"}, "parse_error": None}
+            {
+                "id": "call_1",
+                "name": "calculator",
+                "arguments": {"expression": "1+1"},
+                "parse_error": None,
+                "tool_error": None,
+            }
         ],
         "reasoning": "add",
     }
@@ -175,6 +181,48 @@ def test_parse_prints_each_kind_of_result() -> None:
         "parse", "--tolerant", stdin="思考：算一下\n动作：calculator\n动作输入：{'expression': '2*3'}"
     )
     assert json.loads(tolerant.stdout)["requests"][0]["arguments"] == {"expression": "2*3"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "options", "tool_error"),
+    [
+        (
+            'Thought: clean up\nAction: rm_rf\nAction Input: {"path": "/"}\n',
+            [],
+            "Tool error: unknown tool 'rm_rf'. "
+            "Available tools: calculator, list_dir, read_file, search_text.",
+        ),
+        (
+            'Thought: read\nAction: read_file\nAction Input: {"path": "a.txt", "start_line": 0}\n',
+            [],
+            "Tool error: invalid arguments for read_file: "
+            "start_line: Input should be greater than or equal to 1",
+        ),
+        (
+            'Thought: list\nAction: list_dir\nAction Input: {"path": "."}\n',
+            ["--tool-choice", "calculator"],
+            "Tool error: not run: only calculator may be called now. Call calculator.",
+        ),
+    ],
+    ids=["unknown-tool", "schema", "other-named-tool"],
+)
+def test_parse_reports_what_the_runner_would_tell_the_model(
+    reply: str, options: list[str], tool_error: str
+) -> None:
+    result = localagent("parse", *options, stdin=reply)
+    assert result.returncode == 1, result.stderr
+    (request,) = json.loads(result.stdout)["requests"]
+    assert (request["parse_error"], request["tool_error"]) == (None, tool_error)
+
+
+def test_parse_under_tool_choice_none_gives_the_message_of_the_runners_last_step(tmp_path: Path) -> None:
+    reply = 'Thought: add\nAction: calculator\nAction Input: {"expression": "1+1"}\n'
+    parsed = localagent("parse", "--tool-choice", "none", stdin=reply)
+    assert parsed.returncode == 1
+    (request,) = json.loads(parsed.stdout)["requests"]
+    ran = localagent("run", "t", "--model", script(tmp_path, [reply, reply]), "--max-steps", "1", "--json")
+    tool_messages = [m["content"] for m in json.loads(ran.stdout)["messages"] if m["role"] == "tool"]
+    assert set(tool_messages) == {request["tool_error"]}
 
 
 def test_grammar_show_check_and_test_work_together(tmp_path: Path) -> None:

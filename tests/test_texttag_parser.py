@@ -683,7 +683,7 @@ def test_tolerant_reply_that_starts_by_repeating_the_observation() -> None:
     text = "Observation: I can use the `search` tool to achieve the goal.\nAction: search\nAction Input: bar"
     parsed = tolerant(text)
     assert calls(parsed) == [("search", {"query": "bar"})]
-    assert parsed.notes[0] == "ignored the Observation the model repeated at the start of its reply"
+    assert parsed.notes[0] == "ignored an Observation at the start of the reply"
 
 
 def test_tolerant_repeated_observation_before_a_final_answer() -> None:

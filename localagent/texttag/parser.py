@@ -64,7 +64,7 @@ def parse_reply(
     """Read one reply; raise RecoverableTurnError when the model must write it again."""
     tool_names = [tool.name for tool in tools]
     try:
-        parts = tolerant_parts(text) if tolerant else strict_parts(text)
+        parts = tolerant_parts(text, tool_names) if tolerant else strict_parts(text)
     except Unparsable as problem:
         if cut_off:
             raise RecoverableTurnError(prompts.cut_off(token_limit), text, "cut_off") from None

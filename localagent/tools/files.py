@@ -18,7 +18,7 @@ import regex
 from pydantic import Field
 
 from localagent.cancel import CancelToken
-from localagent.tools.base import Tool, ToolError
+from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.workspace import Workspace
 
 LIST_LIMIT = 200  # entries shown by list_dir
@@ -61,7 +61,7 @@ class FileTools:
             Tool.from_function(self.read_file),
             Tool.from_function(self.search_text),
             Tool.from_function(self.write_file, changes_files=True),
-            Tool.from_function(self.replace_in_file, changes_files=True),
+            Tool.from_function(self.replace_in_file, changes_files=True, check=_check_edit),
         ]
 
     def list_dir(self, path: DirPath = ".") -> str:
@@ -235,10 +235,6 @@ class FileTools:
         """Replace one exact piece of text in a file. old must appear exactly once in the file."""
         real, shown = self._existing_file(path)
         self._refuse_vcs(real)
-        if old == "":
-            raise ToolError("old is empty. Copy the exact text to replace from the file.")
-        if old == new:
-            raise ToolError("old and new are the same, so nothing would change.")
         text = _read_utf8(real, shown)
         count = _occurrences(text, old)
         if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
@@ -321,6 +317,14 @@ def workspace_listing(workspace: Workspace, limit: int = 40) -> str:
 def _walked(dirnames: list[str]) -> list[str]:
     """The subdirectories worth walking into, in order: no hidden or generated ones."""
     return sorted(name for name in dirnames if not name.startswith(".") and name not in SKIPPED_DIRS)
+
+
+def _check_edit(arguments: Any) -> None:
+    """What is wrong with an edit whatever the file holds; found before anyone is asked to approve it."""
+    if arguments.old == "":
+        raise InvalidArguments("old is empty. Copy the exact text to replace from the file.")
+    if arguments.old == arguments.new:
+        raise InvalidArguments("old and new are the same, so nothing would change.")
 
 
 def _status(real: Path, shown: str) -> os.stat_result | None:
