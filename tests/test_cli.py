@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -81,10 +82,65 @@ def test_a_run_that_does_not_answer_exits_1(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["status"] == "max_steps"
 
 
+def test_a_failed_run_says_why_once(tmp_path: Path) -> None:
+    model = script(tmp_path, ['Thought: add\nAction: calculator\nAction Input: {"expression": "1+1"}\n'])
+    result = localagent("run", "add", "--model", model, "--transcript", str(tmp_path / "t.jsonl"))
+    assert result.returncode == 1
+    assert result.stderr.count("the script has no output left for turn 2") == 1, result.stderr
+    no_traceback(result)
+
+
+def test_a_transcript_that_cannot_be_written_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    model = script(tmp_path, ["Thought: t\nFinal Answer: hello"])
+    result = localagent("run", "hi", "--model", model, "--transcript", "/dev/full")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert (
+        result.stderr
+        == "localagent: error: cannot write the transcript to /dev/full: No space left on device\n"
+    )
+
+
+def test_a_transcript_that_fills_the_disk_mid_run_keeps_the_answer_and_exits_1(tmp_path: Path) -> None:
+    steps = [f'Thought: t\nAction: calculator\nAction Input: {{"expression": "{n}+1"}}\n' for n in range(3)]
+    model = script(tmp_path, [*steps, "Thought: t\nFinal Answer: done"])
+    transcript = tmp_path / "t.jsonl"
+    limit = 3000  # bytes any file of the run may hold: the first records fit, the rest do not
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "localagent",
+            "run",
+            "count",
+            "--model",
+            model,
+            "--transcript",
+            str(transcript),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=limit_file_size,
+    )
+    assert (result.returncode, result.stdout) == (1, "done\n"), result.stderr
+    assert result.stderr.endswith(
+        f"localagent: error: cannot write the transcript to {transcript}: File too large\n"
+    )
+    assert 0 < transcript.stat().st_size <= limit
+    no_traceback(result)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["run"], "Missing argument 'TASK'"),
+        (["run", ""], "TASK is empty"),
+        (["run", " \n "], "TASK is empty"),
         (["run", "x", "--max-steps", "zero"], "'zero' is not a valid integer"),
         (["run", "x", "--bogus"], "No such option '--bogus'"),
         (["run", "x", "--max-steps", "0"], "max_steps: Input should be greater than or equal to 1"),

@@ -550,6 +550,19 @@ def test_an_event_that_is_not_json_is_a_backend_error(replay: ReplayServer) -> N
         take_turn(make_turn(replay))
 
 
+def test_a_web_page_asked_for_whole_is_a_backend_error(replay: ReplayServer) -> None:
+    # No event at all makes the turn ask again without streaming, and that answer is a web page.
+    replay.enqueue_events([])
+    page = b"<html><body>Log in to continue</body></html>"
+    replay.enqueue(Reply(status=200, body=page, headers={"Content-Type": "text/html"}))
+    with pytest.raises(BackendError) as caught:
+        take_turn(make_turn(replay))
+    assert str(caught.value) == (
+        f"the server at {replay.url} returned something that is not JSON (content type text/html): "
+        "a web server or proxy may be answering in the API's place"
+    )
+
+
 def test_an_error_event_mid_stream_is_a_backend_error(replay: ReplayServer) -> None:
     replay.enqueue_events(
         [sse_event(chunk({"content": "Hel"})), sse_event({"error": {"message": "context window exceeded"}})]

@@ -521,6 +521,12 @@ def test_feedback_without_tools_shows_only_the_answer_shape() -> None:
             id="json-on-the-action-line",
         ),
         pytest.param(
+            "Thought: Look.\nAction: search\nAction Input: {}",
+            [("search", {})],
+            "Look.",
+            id="empty-object-for-a-tool-with-one-string-parameter",
+        ),
+        pytest.param(
             "Thought: What time is it?\nAction: clock",
             [("clock", {})],
             "What time is it?",

@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 from openai import Stream
-from openai.types.chat import ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from localagent import prompts
 from localagent.backends.openai_http import (
@@ -23,6 +23,7 @@ from localagent.backends.openai_http import (
     SamplingParams,
     backend_error,
     make_openai_client,
+    not_json,
     read_stream,
     refused_options,
 )
@@ -257,7 +258,11 @@ class OpenAIChatTurn:
         reply = StreamedReply(on_delta)
 
         def open_reply() -> list[ChatCompletionChunk]:
-            return [completion_as_chunk(self._client.chat.completions.create(**whole))]
+            raw = self._client.chat.completions.with_raw_response.create(**whole)
+            completion = raw.parse()
+            if not isinstance(completion, ChatCompletion):  # the SDK hands over a body that is not JSON
+                raise not_json(self._where, raw.headers.get("content-type"))
+            return [completion_as_chunk(completion)]
 
         read_stream(open_reply, reply.add, cancel, self._where)
         return reply

@@ -42,8 +42,8 @@ _UNBOUNDED = {
     "TOOL_NAME": r"/[A-Za-z_][A-Za-z0-9_.\-]*/",
     "ACTION_INPUT": r"/\{[^\n]*\}/",
 }
-# An attempt at a JSON object: a brace, then a key and a colon. `{temperature in SF}` is none.
-_JSON_OBJECT_START = re.compile(r"""\{\s*(?:"[^"\n]*"|'[^'\n]*'|[A-Za-z_][\w-]*)\s*:""")
+# An attempt at a JSON object: `{}`, or a brace, then a key and a colon. `{temperature in SF}` is none.
+_JSON_OBJECT_START = re.compile(r"""\{\s*(?:\}|(?:"[^"\n]*"|'[^'\n]*'|[A-Za-z_][\w-]*)\s*:)""")
 _QUOTES = "\"'`"
 
 
