@@ -141,7 +141,7 @@ def test_ctrl_c_at_the_approval_question_cancels_at_once(tmp_path: Path) -> None
     child = spawn(["run", "save hello", "--model", model, "--tools", "default,write_file"], tmp_path)
     child.expect(r"Allow write_file\? \[y\]es / \[n\]o / \[a\]lways for write_file")
     child.sendintr()  # and no Enter after it
-    child.expect("status cancelled", timeout=10)
+    child.expect("status cancelled")  # without an Enter: before the fix it waited for one
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 1

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from localagent import paths
 from localagent.cancel import CancelToken
 from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent, opening_messages
 from localagent.cli.interrupt import cancel_on_interrupt
@@ -35,7 +36,7 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
     fresh: list[Message] = []
     history = list(fresh)
     click.echo(f"localagent chat on {agent.backend_name}. {HELP}", err=True)
-    lines = LineReader(transcripts_dir().parent / "chat_history")
+    lines = LineReader(paths.chat_history_path())
     try:
         while True:
             line = lines.read("you")
