@@ -22,11 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from localagent.backends.local_texttag import LocalTextTagTurn
-
 from localagent.backends.factory import open_backend
+from localagent.backends.reply import Reply, TextGenerator
+from localagent.backends.text_turn import TextTurn
 from localagent.cancel import CancelToken
-from localagent.events import DeltaSink
+from localagent.events import TurnEventSink
+from localagent.formats.base import Prompt, ReplyGrammar, TextSink
 from localagent.messages import Final, Message, SystemMessage, ToolChoice, ToolRequests, UserMessage
 from localagent.runner import Runner, RunnerSettings
 from localagent.settings import Settings
@@ -52,16 +53,49 @@ WORKSPACE_FILES = {
 SECONDS_PER_MODEL = 100.0  # no new question is started after this
 
 
-class RecordingTurn:
-    """The local turn, keeping the raw text of every reply it generated."""
+class RecordingGenerator:
+    """The local generator, keeping the raw text of every reply it wrote."""
 
-    def __init__(self, turn: LocalTextTagTurn, model: str, temperature: float) -> None:
-        self.turn = turn
-        self.temperature = temperature
-        self.name = turn.name
+    def __init__(self, generator: TextGenerator, model: str, temperature: float) -> None:
+        self.generator = generator
+        self.constrained = generator.constrained
+        self.max_tokens = generator.max_tokens
         self.model = model
+        self.temperature = temperature
         self.prompt_id = ""
+        self.tool_choice: ToolChoice = "auto"
         self.records: list[dict[str, Any]] = []
+
+    def generate(
+        self,
+        prompt: Prompt,
+        grammar: ReplyGrammar | None,
+        cancel: CancelToken,
+        on_text: TextSink,
+        stops: Sequence[str] = (),
+    ) -> Reply:
+        reply = self.generator.generate(prompt, grammar, cancel, on_text, stops)
+        step = sum(1 for record in self.records if record["prompt"].startswith(self.prompt_id + "/"))
+        self.records.append(
+            {
+                "model": self.model,
+                "prompt": f"{self.prompt_id}/{step + 1}",
+                "tool_choice": self.tool_choice
+                if isinstance(self.tool_choice, str)
+                else self.tool_choice.name,
+                "cut_off": reply.stop == "length",
+                "temperature": self.temperature,
+                "text": reply.text,
+            }
+        )
+        return reply
+
+
+class ChoiceNoting:
+    """The turn, telling the recorder which tool choice each reply was written under."""
+
+    def __init__(self, turn: TextTurn, recorder: RecordingGenerator) -> None:
+        self.turn, self.recorder, self.name = turn, recorder, turn.name
 
     def __call__(
         self,
@@ -69,25 +103,10 @@ class RecordingTurn:
         tools: Sequence[ToolSpec],
         tool_choice: ToolChoice,
         cancel: CancelToken,
-        on_delta: DeltaSink | None = None,
+        on_event: TurnEventSink | None = None,
     ) -> Final | ToolRequests:
-        step = sum(1 for record in self.records if record["prompt"].startswith(self.prompt_id + "/"))
-        before = len(self.turn.steps)
-        try:
-            return self.turn(messages, tools, tool_choice, cancel, on_delta)
-        finally:
-            if len(self.turn.steps) > before:
-                generation = self.turn.steps[-1].generation
-                self.records.append(
-                    {
-                        "model": self.model,
-                        "prompt": f"{self.prompt_id}/{step + 1}",
-                        "tool_choice": tool_choice if isinstance(tool_choice, str) else tool_choice.name,
-                        "cut_off": generation.stop == "length",
-                        "temperature": self.temperature,
-                        "text": generation.text,
-                    }
-                )
+        self.recorder.tool_choice = tool_choice
+        return self.turn(messages, tools, tool_choice, cancel, on_event)
 
 
 def record(model: str, max_steps: int, root: Path, temperature: float) -> list[dict[str, Any]]:
@@ -99,21 +118,24 @@ def record(model: str, max_steps: int, root: Path, temperature: float) -> list[d
         n_ctx=4096,
         temperature=temperature,
         seed=1,
+        tool_format="react",  # the corpus is of text-tag replies
     )
-    backend = open_backend(settings)
-    assert isinstance(backend, LocalTextTagTurn)
-    turn = RecordingTurn(backend, Path(model).stem, temperature)
+    turn = open_backend(settings)
+    assert isinstance(turn, TextTurn)
+    recorder = RecordingGenerator(turn.generator, Path(model).stem, temperature)
+    turn.generator = recorder
     tools = select_tools(None, Workspace(root))
-    runner = Runner(turn, tools, RunnerSettings(max_steps=max_steps))
+    runner = Runner(ChoiceNoting(turn, recorder), tools, RunnerSettings(max_steps=max_steps))
     started = time.monotonic()
     for prompt_id, question in QUESTIONS.items():
         if time.monotonic() - started > SECONDS_PER_MODEL:
             break
-        turn.prompt_id = prompt_id
+        recorder.prompt_id = prompt_id
+        # The instructions the recorded runs had; `run` now also lists the workspace's files.
         system = SystemMessage(content=f"You are a careful assistant. You work in the directory {root}.")
         runner.run([system, UserMessage(content=question)])
-    print(f"{model}: {len(turn.records)} replies in {time.monotonic() - started:.0f} s", file=sys.stderr)
-    return turn.records
+    print(f"{model}: {len(recorder.records)} replies in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return recorder.records
 
 
 def main(out: Path, models: list[str], temperature: float) -> None:
