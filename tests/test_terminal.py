@@ -190,7 +190,8 @@ def test_chat_lines_can_be_edited_and_recalled_with_up(tmp_path: Path) -> None:
     child.expect("saved")
     child.sendeof()
     child.expect(pexpect.EOF)
-    users = [m["content"] for m in json.loads(saved.read_text()) if m["role"] == "user"]
+    # The first task opens with the workspace listing; each ends with what was typed.
+    users = [m["content"].splitlines()[-1] for m in json.loads(saved.read_text()) if m["role"] == "user"]
     assert users == ["hello world", "hello world"]
     kept = (state / "localagent" / "chat_history").read_text().splitlines()
     assert kept[-2:] == ["hello world", f"/save {saved}"]
