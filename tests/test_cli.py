@@ -140,6 +140,7 @@ def test_a_transcript_that_fills_the_disk_mid_run_keeps_the_answer_and_exits_1(t
     [
         (["run"], "Missing argument 'TASK'"),
         (["run", ""], "TASK is empty"),
+        (["run", "x", "--api-base", "localhost:8080/v1"], "it must start with http:// or https://"),
         (["run", " \n "], "TASK is empty"),
         (["run", "x", "--max-steps", "zero"], "'zero' is not a valid integer"),
         (["run", "x", "--bogus"], "No such option '--bogus'"),

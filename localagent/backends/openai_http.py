@@ -38,9 +38,15 @@ _CALL_CANCEL: ContextVar[CancelToken | None] = ContextVar("localagent_call_cance
 # --- the client ---------------------------------------------------------------------------------------
 
 
+class BaseUrlError(BackendError):
+    """An --api-base that is no URL: a mistake in the command, not a failure of the server."""
+
+    exit_code = 2
+
+
 def make_openai_client(base_url: str, api_key: str, timeout: float, max_retries: int) -> openai.OpenAI:
     if not base_url.startswith(("http://", "https://")):
-        raise BackendError(f"invalid base URL {base_url!r}: it must start with http:// or https://")
+        raise BaseUrlError(f"invalid base URL {base_url!r}: it must start with http:// or https://")
     http_client = openai.DefaultHttpx2Client(event_hooks={"request": [_refuse_cancelled_request]})
     return openai.OpenAI(
         base_url=base_url,
