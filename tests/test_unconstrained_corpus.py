@@ -14,17 +14,23 @@ from localagent.errors import RecoverableTurnError
 from localagent.messages import Final, ToolRequests, parse_tool_choice
 from localagent.texttag.parser import parse_reply
 from localagent.tool_execution import choice_refusal, request_problem
-from localagent.tools.loading import select_tools
-from localagent.tools.workspace import Workspace
+from localagent.tools.base import Tool
+from localagent.tools.spec import load_tool_specs
 
-CORPUS_FILE = Path(__file__).parent / "data" / "unconstrained_replies.jsonl"
-CORPUS = [json.loads(line) for line in CORPUS_FILE.read_text(encoding="utf-8").splitlines()]
+DATA = Path(__file__).parent / "data"
+CORPUS = [json.loads(line) for line in (DATA / "unconstrained_replies.jsonl").read_text("utf-8").splitlines()]
 TOKEN_LIMIT = 160  # the recording's max_tokens
 
 
 @pytest.fixture(scope="module")
-def tools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return {tool.name: tool for tool in select_tools(None, Workspace(tmp_path_factory.mktemp("ws")))}
+def tools() -> dict[str, Tool]:
+    """The tools as the models saw them when the replies were recorded; the built-in ones change."""
+    specs = load_tool_specs((DATA / "unconstrained_replies_tools.json").read_text("utf-8"))
+    return {spec.name: Tool.from_spec(spec, never_run) for spec in specs}
+
+
+def never_run(**arguments: Any) -> str:
+    raise AssertionError("the corpus test runs no tool")
 
 
 def test_the_corpus_has_forty_distinct_replies_from_every_local_model() -> None:
@@ -42,7 +48,7 @@ def test_the_corpus_has_forty_distinct_replies_from_every_local_model() -> None:
 @pytest.mark.parametrize(
     "reply", CORPUS, ids=[f"{r['model'][:12]}:{r['prompt']}:{i}" for i, r in enumerate(CORPUS)]
 )
-def test_a_recorded_reply_is_read_as_reviewed(reply: dict[str, Any], tools: dict[str, Any]) -> None:
+def test_a_recorded_reply_is_read_as_reviewed(reply: dict[str, Any], tools: dict[str, Tool]) -> None:
     choice = parse_tool_choice(reply["tool_choice"])
     specs = [tool.spec for tool in tools.values()]
     expect = reply["expect"]
