@@ -39,6 +39,8 @@ class RecoverableTurnError(LocalagentError):
 class BackendError(LocalagentError):
     """The backend cannot go on: refused connection, failed auth, retries exhausted, a broken model."""
 
+    exit_code = 1
+
 
 class ModelNotFound(LocalagentError):
     """A model name that is not in the registry, or a path that is not a file."""

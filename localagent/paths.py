@@ -27,3 +27,8 @@ def config_path() -> Path:
 
 def transcripts_dir() -> Path:
     return _base("XDG_STATE_HOME", ".local/state") / "localagent" / "transcripts"
+
+
+def chat_history_path() -> Path:
+    """The lines typed in `chat`, for Up to recall in the next session."""
+    return _base("XDG_STATE_HOME", ".local/state") / "localagent" / "chat_history"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from localagent.messages import NamedToolChoice, ToolChoice
 from localagent.tools.spec import ToolSpec
@@ -143,12 +144,52 @@ INTERRUPTED = (
 )
 
 
-def missing_input(tool_name: str) -> str:
-    return f"Action Input is missing after 'Action: {tool_name}'; write it on the next line as a JSON object"
+def missing_input(tool_name: str, example: str | None = None) -> str:
+    return (
+        f"Action Input is missing after 'Action: {tool_name}'; "
+        f"write it on the next line as a JSON object{_like(example)}"
+    )
 
 
-def invalid_json(tool_name: str, reason: str) -> str:
-    return f"Invalid JSON arguments for tool {tool_name}: {reason}. Write the arguments as one JSON object"
+def invalid_json(tool_name: str, reason: str, example: str | None = None) -> str:
+    return (
+        f"Invalid JSON arguments for tool {tool_name}: {reason}. "
+        f"Write the arguments as one JSON object{_like(example)}"
+    )
+
+
+def argument_example(parameters: dict[str, Any]) -> str | None:
+    """A tool's required arguments (or all, when none is required) as one line of JSON with placeholders.
+
+    The placeholders say only a type ("...", 0, true, [], {}): there is no value in them to copy.
+    """
+    properties = parameters.get("properties")
+    required = parameters.get("required")
+    if not isinstance(properties, dict) or not isinstance(required, list | None):
+        return None
+    names = [name for name in required or [] if isinstance(name, str) and name in properties]
+    names = names or [name for name in properties if isinstance(name, str)]
+    if not names:
+        return None
+    return json.dumps({name: _placeholder(properties[name]) for name in names}, ensure_ascii=False)
+
+
+def _like(example: str | None) -> str:
+    return f" on one line, like {example}" if example else ""
+
+
+_PLACEHOLDERS: dict[str, Any] = {"integer": 0, "number": 0, "boolean": True, "array": [], "object": {}}
+
+
+def _placeholder(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return "..."
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    return _PLACEHOLDERS.get(kind, "...") if isinstance(kind, str) else "..."
 
 
 NO_FUNCTION_NAME = "the call has no function name; name one of the tools"
@@ -182,6 +223,10 @@ REPEATED_FAILED_CALL = "Tool error: not run: the same call earlier in this step 
 MISSING_RESULT = "Tool error: no result: the call was not run."
 CANCELLED_BEFORE = "Tool error: cancelled before it ran."
 CANCELLED_WHILE = "Tool error: cancelled while running."
+
+
+def other_tool_required(name: str) -> str:
+    return f"Tool error: not run: only {name} may be called now. Call {name}."
 
 
 def too_many_calls(limit: int) -> str:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from localagent import prompts
 from localagent.cancel import Cancelled, CancelToken
 from localagent.events import EventSink, ToolFinished, ToolStarted
-from localagent.messages import ToolMessage, ToolRequest
+from localagent.messages import NamedToolChoice, ToolChoice, ToolMessage, ToolRequest
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 
 Approver = Callable[[Tool, ToolRequest], bool]
@@ -22,6 +22,40 @@ Approver = Callable[[Tool, ToolRequest], bool]
 
 def deny_all(tool: Tool, request: ToolRequest) -> bool:
     return False
+
+
+def choice_refusal(request: ToolRequest, tool_choice: ToolChoice) -> str | None:
+    """The tool message for a request the tool choice does not allow, or None when it allows it."""
+    if tool_choice == "none":
+        return prompts.WRAP_UP_RETRY
+    if isinstance(tool_choice, NamedToolChoice) and request.name != tool_choice.name:
+        return prompts.other_tool_required(tool_choice.name)
+    return None
+
+
+def too_many_requests(index: int, max_requests: int) -> str | None:
+    """The tool message for a request past the per-step limit (`index` counts from 0), or None."""
+    return prompts.too_many_calls(max_requests) if index >= max_requests else None
+
+
+def request_problem(request: ToolRequest, tools: Mapping[str, Tool]) -> str | None:
+    """The tool message for a request that cannot run as written, or None when it may run.
+
+    An unknown tool, a reply the parser could not read, arguments that fail the tool's schema or its
+    own check: all are found before the tool runs and before anyone is asked to approve it.
+    """
+    tool = tools.get(request.name)
+    # A call without a name has its own parse error, which says more than "unknown tool ''".
+    if tool is None and (request.name or not request.parse_error):
+        return prompts.unknown_tool(request.name, sorted(tools))
+    if request.parse_error:
+        return prompts.tool_error(request.parse_error)
+    assert tool is not None
+    try:
+        tool.validate(request.arguments or {})
+    except InvalidArguments as error:
+        return prompts.invalid_arguments(request.name, str(error))
+    return None
 
 
 @dataclass
@@ -92,19 +126,13 @@ class ToolExecutor:
 
     def _check(self, request: ToolRequest, index: int) -> _Outcome | None:
         """An outcome decided without running the tool, or None when it should run."""
-        if index >= self.max_requests:
-            return _Outcome(prompts.too_many_calls(self.max_requests), True)
-        if request.parse_error:
-            return _Outcome(prompts.tool_error(request.parse_error), True, counts_as_failure=True)
-        tool = self.tools.get(request.name)
-        if tool is None:
-            return _Outcome(
-                prompts.unknown_tool(request.name, sorted(self.tools)), True, counts_as_failure=True
-            )
-        try:
-            tool.validate(request.arguments or {})
-        except InvalidArguments as error:
-            return _Outcome(prompts.invalid_arguments(request.name, str(error)), True, counts_as_failure=True)
+        over = too_many_requests(index, self.max_requests)
+        if over is not None:
+            return _Outcome(over, True)
+        problem = request_problem(request, self.tools)
+        if problem is not None:
+            return _Outcome(problem, True, counts_as_failure=True)
+        tool = self.tools[request.name]
         key = _call_key(request)
         if key in self._earlier_results and not tool.changes_files:
             return _Outcome(f"{self._earlier_results[key]}\n{prompts.REPEATED_CALL}", False, repeated=True)

@@ -1,15 +1,28 @@
-"""The JSONL transcript: one line per message and per event, flushed as the run goes."""
+"""The JSONL transcript: one line per message and per event, flushed as the run goes.
+
+A transcript that cannot be written at all (a full disk, /dev/full) stops the command before the
+run starts. One that fails later stops being written, and `failure` says why: a run is not thrown
+away because its record could not be kept, but the command reports it and exits 1.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from localagent.errors import LocalagentError
 from localagent.events import ContentDelta, Event, ReasoningDelta
 from localagent.messages import HISTORY, MESSAGE, Message
+
+
+class TranscriptError(LocalagentError):
+    """The transcript cannot be written (a full disk): a failure, not a mistake in the command."""
+
+    exit_code = 1
 
 
 class Transcript:
@@ -18,6 +31,8 @@ class Transcript:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] = path.open("a", encoding="utf-8")
         self._messages: list[Message] = []
+        self._written = 0
+        self.failure: str | None = None
 
     def write_message(self, message: Message) -> None:
         self._messages.append(message)
@@ -43,13 +58,29 @@ class Transcript:
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as error:
+                self._failed(error)
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._file.closed:
             return
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.flush()
+        except OSError as error:
+            self._failed(error)
+            if not self._written:
+                raise TranscriptError(self.failure) from None
+            return
+        self._written += 1
+
+    def _failed(self, error: OSError) -> None:
+        reason = error.strerror or str(error)
+        self.failure = self.failure or f"cannot write the transcript to {self.path}: {reason}"
+        with contextlib.suppress(OSError):
+            self._file.close()  # what is still buffered cannot be written either
 
 
 def read_messages(path: Path) -> list[Message]:

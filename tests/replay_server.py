@@ -178,7 +178,8 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             if reply.body is not None:
-                self.send_header("Content-Type", "application/json")
+                if not any(name.lower() == "content-type" for name in reply.headers):
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply.body)))
                 self.end_headers()
                 self.wfile.write(reply.body)

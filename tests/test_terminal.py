@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -23,12 +24,12 @@ def script(tmp_path: Path, items: list) -> str:
     return f"script:{path}"
 
 
-def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
+def spawn(args: list[str], cwd: Path, **env: str) -> pexpect.spawn:
     child = pexpect.spawn(
         sys.executable,
         ["-m", "localagent", *args],
         cwd=str(cwd),
-        env={**os.environ, "COLUMNS": "120", "TERM": "dumb"},
+        env={**os.environ, "COLUMNS": "120", "TERM": "dumb", **env},
         encoding="utf-8",
         timeout=60,
         dimensions=(40, 120),
@@ -133,3 +134,64 @@ def test_first_ctrl_c_cancels_cleanly_and_keeps_the_transcript(tmp_path: Path) -
     assert messages[-1].role == "tool"
     records = [json.loads(line) for line in transcript.read_text().splitlines()]
     assert records[-1]["type"] == "run_finished" and records[-1]["status"] == "cancelled"
+
+
+def test_ctrl_c_at_the_approval_question_cancels_at_once(tmp_path: Path) -> None:
+    model = script(tmp_path, [WRITE, DONE])
+    child = spawn(["run", "save hello", "--model", model, "--tools", "default,write_file"], tmp_path)
+    child.expect(r"Allow write_file\? \[y\]es / \[n\]o / \[a\]lways for write_file")
+    child.sendintr()  # and no Enter after it
+    child.expect("status cancelled")  # without an Enter: before the fix it waited for one
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert not (tmp_path / "out.txt").exists()
+
+
+def run_output(tmp_path: Path, **env: str) -> str:
+    """Everything a run with a tool call and an edit's diff shows on a terminal, escapes included."""
+    workspace = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
+    workspace.mkdir()
+    model = script(tmp_path, [WRITE, DONE])
+    child = spawn(["run", "save hello", "--model", model, "--tools", "default,write_file"], workspace, **env)
+    child.expect("Allow write_file")
+    shown = child.before
+    child.sendline("y")
+    child.expect(pexpect.EOF)
+    return shown + child.before
+
+
+COLOR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_colors_on_a_terminal_unless_no_color_or_a_dumb_terminal(tmp_path: Path) -> None:
+    assert COLOR.search(run_output(tmp_path, TERM="xterm-256color"))
+    for env in ({"TERM": "xterm-256color", "NO_COLOR": "1"}, {"TERM": "dumb"}):
+        shown = run_output(tmp_path, **env)
+        assert "+hello" in shown and "finished" in shown
+        assert not COLOR.search(shown), (env, shown)
+
+
+def test_chat_lines_can_be_edited_and_recalled_with_up(tmp_path: Path) -> None:
+    model = script(tmp_path, ["Thought: a\nFinal Answer: first", "Thought: b\nFinal Answer: second"])
+    state = tmp_path / "state"
+    child = spawn(["chat", "--model", model], tmp_path, TERM="xterm", XDG_STATE_HOME=str(state))
+    child.expect("you")
+    child.send("helo wrld")
+    child.send("\x1b[D" * 3 + "o")  # Left three times, then the missing letter
+    child.send("\x01" + "\x1b[C" * 3 + "l\r")  # Ctrl-A to the start, Right three times
+    child.expect("first")
+    child.expect("you")
+    child.send("\x1b[A\r")  # Up: the line before, again
+    child.expect("second")
+    child.expect("you")
+    saved = tmp_path / "history.json"
+    child.send(f"/save {saved}\r")
+    child.expect("saved")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    # The first task opens with the workspace listing; each ends with what was typed.
+    users = [m["content"].splitlines()[-1] for m in json.loads(saved.read_text()) if m["role"] == "user"]
+    assert users == ["hello world", "hello world"]
+    kept = (state / "localagent" / "chat_history").read_text().splitlines()
+    assert kept[-2:] == ["hello world", f"/save {saved}"]

@@ -17,7 +17,7 @@ from localagent import prompts
 from localagent.errors import RecoverableTurnError
 from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
 from localagent.texttag.grammar import GrammarOptions, build_grammar
-from localagent.texttag.json_repair import JsonUnreadable, load_json, read_json_object
+from localagent.texttag.loose_json import JsonUnreadable, load_json, read_json_object
 from localagent.texttag.parser import ParsedReply, parse_reply, strict_parts
 from localagent.texttag.reply import Unparsable, cut_at_observation
 from localagent.tools.spec import ToolSpec
@@ -42,6 +42,10 @@ ACTION_SHAPE = (
     "Action Input: <the arguments as one JSON object on one line>"
 )
 ANSWER_SHAPE = "Reply exactly like this:\nThought: <one line>\nFinal Answer: <your answer>"
+# How the feedback on an Action Input shows each tool's required arguments.
+LIKE_CALCULATOR = ' on one line, like {"expression": "..."}'
+LIKE_SEARCH = ' on one line, like {"query": "..."}'
+LIKE_WRITE_FILE = ' on one line, like {"path": "...", "content": "..."}'
 
 
 def numbered_ids() -> Callable[[], str]:
@@ -205,7 +209,8 @@ def test_strict_invalid_json_is_that_requests_parse_error(arguments: str, reason
     assert request.arguments is None
     assert request.raw_arguments == arguments
     assert request.parse_error == (
-        f"Invalid JSON arguments for tool calculator: {reason}. Write the arguments as one JSON object"
+        f"Invalid JSON arguments for tool calculator: {reason}. "
+        f"Write the arguments as one JSON object{LIKE_CALCULATOR}"
     )
 
 
@@ -490,6 +495,12 @@ def test_feedback_without_tools_shows_only_the_answer_shape() -> None:
             id="json-on-the-action-line",
         ),
         pytest.param(
+            "Thought: Look.\nAction: search\nAction Input: {}",
+            [("search", {})],
+            "Look.",
+            id="empty-object-for-a-tool-with-one-string-parameter",
+        ),
+        pytest.param(
             "Thought: What time is it?\nAction: clock",
             [("clock", {})],
             "What time is it?",
@@ -560,7 +571,7 @@ def test_tolerant_notes_every_liberty_taken() -> None:
     assert calls(parsed) == [("search", {"query": "a"}), ("calculator", {"expression": "2+2"})]
     assert parsed.notes == (
         "took the JSON out of a code fence in the input of search",
-        "read single quotes or Python literals as JSON in the input of search",
+        "repaired almost-JSON (quotes, commas, comments or Python literals) in the input of search",
         "read the plain text input of calculator as its 'expression' argument",
     )
 
@@ -592,33 +603,41 @@ def test_tolerant_bare_string_for_a_tool_with_two_required_strings_is_an_error()
     assert request.arguments is None
     assert request.parse_error == (
         "Invalid JSON arguments for tool write_file: no JSON object (it must start with '{'). "
-        "Write the arguments as one JSON object"
+        f"Write the arguments as one JSON object{LIKE_WRITE_FILE}"
     )
 
 
 def test_tolerant_bare_string_for_an_unknown_tool_is_an_error() -> None:
     (request,) = requests(tolerant("Thought: t\nAction: browse\nAction Input: example.com"))
-    assert request.parse_error is not None
-    assert request.parse_error.startswith("Invalid JSON arguments for tool browse: no JSON object")
+    assert request.parse_error == (
+        "Invalid JSON arguments for tool browse: no JSON object (it must start with '{'). "
+        "Write the arguments as one JSON object"
+    )
 
 
 @pytest.mark.parametrize(
     ("arguments", "reason"),
     [
+        # json-repair reads these as {"path": 2} and {"path": "it's'"}: a repair that loses text is refused.
         ('{"path": 2+2}', "Expecting ',' delimiter at column 11"),
-        ('{"path": "a.txt"', "the JSON object is not closed (missing '}')"),
         ("{'path': 'it's'}", "the JSON object is not closed (a quote or bracket is left open)"),
-        ("{path: 'a.txt'}", "Expecting property name enclosed in double quotes at column 2"),
+        ("{'path': 1+2j, 'content': 'x'}", "Expecting property name enclosed in double quotes at column 2"),
+        # ... and NaN as the string "NaN", and a key with no value as an empty string.
+        ("{'path': NaN, 'content': 'x'}", "Expecting property name enclosed in double quotes at column 2"),
+        ('{"path": "a.txt", "content":', "the JSON object is not closed (missing '}')"),
+        (
+            "{'path': 'a.txt', 'content': '\\ud800'}",
+            "a \\u escape is half of a surrogate pair, not a character",
+        ),
         ("[1, 2]", "no JSON object (it must start with '{')"),
-        ('{"path": [1, 2}', "the JSON object is not closed (a quote or bracket is left open)"),
-        ("{'path': {1, 2}}", "Expecting property name enclosed in double quotes at column 2"),
     ],
 )
 def test_tolerant_unrepairable_json_is_that_requests_parse_error(arguments: str, reason: str) -> None:
     (request,) = requests(tolerant(f"Thought: t\nAction: write_file\nAction Input: {arguments}"))
     assert request.arguments is None
     assert request.parse_error == (
-        f"Invalid JSON arguments for tool write_file: {reason}. Write the arguments as one JSON object"
+        f"Invalid JSON arguments for tool write_file: {reason}. "
+        f"Write the arguments as one JSON object{LIKE_WRITE_FILE}"
     )
 
 
@@ -626,13 +645,120 @@ def test_tolerant_missing_input_tells_where_to_write_it() -> None:
     (request,) = requests(tolerant("Thought: Look it up.\nAction: search\n"))
     assert request.arguments is None
     assert request.parse_error == (
-        "Action Input is missing after 'Action: search'; write it on the next line as a JSON object"
+        "Action Input is missing after 'Action: search'; "
+        'write it on the next line as a JSON object on one line, like {"query": "..."}'
     )
 
 
 def test_tolerant_input_before_its_action_is_reported_missing() -> None:
     (request,) = requests(tolerant('Action Input: {"expression": "2+2"}\nAction: calculator'))
-    assert request.parse_error == prompts.missing_input("calculator")
+    assert request.parse_error == prompts.missing_input("calculator", '{"expression": "..."}')
+
+
+# --- shapes other ReAct projects' parser tests accept (LangChain's MRKL and ReActSingleInput parsers,
+# LlamaIndex's ReActOutputParser), read here the same way -------------------------------------------
+
+
+def test_tolerant_reply_that_starts_by_repeating_the_observation() -> None:
+    text = "Observation: I can use the `search` tool to achieve the goal.\nAction: search\nAction Input: bar"
+    parsed = tolerant(text)
+    assert calls(parsed) == [("search", {"query": "bar"})]
+    assert parsed.notes[0] == "ignored an Observation at the start of the reply"
+
+
+def test_tolerant_repeated_observation_before_a_final_answer() -> None:
+    parsed = tolerant("Observation: 4\nThought: I know it now.\nFinal Answer: 2 + 2 is 4")
+    assert parsed.result == Final(content="2 + 2 is 4", reasoning="I know it now.")
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("Thought: I have enough information.\nAnswer: 2\n", "2"),
+        (
+            "Thought: No more tools needed.\nAnswer: Here is the answer:\n\nThis is the second line.\n",
+            "Here is the answer:\n\nThis is the second line.",
+        ),
+    ],
+    ids=["one-line", "multiline"],
+)
+def test_tolerant_llamaindex_answer_label(text: str, content: str) -> None:
+    assert answer(tolerant(text)) == content
+
+
+@pytest.mark.parametrize(
+    ("argument", "query"),
+    [
+        ("what is the temperature in SF?", "what is the temperature in SF?"),
+        ("{temperature in SF}", "{temperature in SF}"),
+        ("[temperature in {SF}]", "[temperature in {SF}]"),
+        ('"what is the temperature in SF?', "what is the temperature in SF?"),
+        ('what is the temperature in SF?"', "what is the temperature in SF?"),
+        ("\n```\ntemperature in SF\n```", "temperature in SF"),
+        ("\n```text\nimport unittest\n\nunittest.main()\n```", "import unittest\n\nunittest.main()"),
+    ],
+    ids=["plain", "braces", "brackets", "leading-quote", "trailing-quote", "fenced", "fenced-code"],
+)
+def test_tolerant_text_for_a_tool_whose_one_required_parameter_is_a_string(argument: str, query: str) -> None:
+    parsed = tolerant(f"Thought: agent thought here\nAction: search\nAction Input: {argument}")
+    assert calls(parsed) == [("search", {"query": query})]
+    assert parsed.notes[-1] == "read the plain text input of search as its 'query' argument"
+
+
+def test_tolerant_json_object_cut_before_its_closing_brace() -> None:
+    parsed = tolerant('Thought: t\nAction: search\nAction Input: {"query": "temperature in SF"')
+    assert calls(parsed) == [("search", {"query": "temperature in SF"})]
+    assert parsed.notes == ("closed the brackets and quotes the model left open in the input of search",)
+    # Cut off at the token limit, the same text may be a longer value cut short: it is not trusted.
+    error = failure('Thought: t\nAction: search\nAction Input: {"query": "temperature in SF"', cut_off=True)
+    assert error.problem == "cut_off"
+
+
+def test_tolerant_python_dict_with_a_comment_and_trailing_prose() -> None:
+    pages = ToolSpec(
+        name="tool",
+        parameters={
+            "type": "object",
+            "properties": {"pages": {"type": "array"}, "load_kwargs": {"type": "object"}, "query_str": {}},
+        },
+    )
+    text = (
+        "Thought: Gotta use a tool.\nAction: tool\nAction Input: {'pages': ['coffee'] /* comment */, "
+        "'load_kwargs': {}, 'query_str': ''}, along those lines.\n"
+    )
+    parsed = parse_reply(text, [pages], tolerant=True)
+    assert calls(parsed) == [("tool", {"pages": ["coffee"], "load_kwargs": {}, "query_str": ""})]
+    assert parsed.notes == (
+        "ignored the text after the JSON object in the input of tool",
+        "repaired almost-JSON (quotes, commas, comments or Python literals) in the input of tool",
+    )
+
+
+def test_tolerant_fenced_json_on_the_lines_after_the_label() -> None:
+    text = (
+        "Thought: t\nAction: write_file\nAction Input:\n"
+        '```json\n{\n  "path": "a.txt",\n  "content": "hi"\n}\n```'
+    )
+    parsed = tolerant(text)
+    assert calls(parsed) == [("write_file", {"path": "a.txt", "content": "hi"})]
+    assert parsed.notes == ("took the JSON out of a code fence in the input of write_file",)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "value"),
+    [
+        ('{"path": "a.txt"', {"path": "a.txt"}),
+        ("{path: 'a.txt', content: 'hi'}", {"path": "a.txt", "content": "hi"}),
+        ("{path: a.txt, content: hello there}", {"path": "a.txt", "content": "hello there"}),
+        ('{"path": [1, 2}', {"path": [1, 2]}),
+        ("{'path': {1, 2}}", {"path": [1, 2]}),
+        ('{"path": "a.txt" "content": "x"}', {"path": "a.txt", "content": "x"}),
+        ("{'path': 'a.txt', // the file\n 'content': 'x'}", {"path": "a.txt", "content": "x"}),
+    ],
+)
+def test_tolerant_repairs_that_lose_nothing_are_kept(arguments: str, value: dict[str, Any]) -> None:
+    (request,) = requests(tolerant(f"Thought: t\nAction: write_file\nAction Input: {arguments}"))
+    assert (request.arguments, request.parse_error) == (value, None)
 
 
 def test_tolerant_action_line_without_a_tool_name_is_ignored_with_a_note() -> None:
@@ -760,6 +886,8 @@ def test_pathological_inputs_are_parsed_in_linear_time(text: str, mode: str) -> 
 
 # --- the pieces: JSON repair, Observation cut, feedback ----------------------------------------------
 
+REPAIRED = ("repaired almost-JSON (quotes, commas, comments or Python literals)",)
+
 
 @pytest.mark.parametrize(
     ("text", "value", "repairs"),
@@ -769,12 +897,15 @@ def test_pathological_inputs_are_parsed_in_linear_time(text: str, mode: str) -> 
         ('```\n{"a": "```x```"}\n```', {"a": "```x```"}, ("took the JSON out of a code fence",)),
         ('{"code": "```py\\nx = 1\\n```"}', {"code": "```py\nx = 1\n```"}, ()),
         ('{"a": 1} and more', {"a": 1}, ("ignored the text after the JSON object",)),
-        ('{"a": [1, 2,], }', {"a": [1, 2]}, ("removed trailing commas",)),
+        ('{"a": [1, 2,], }', {"a": [1, 2]}, REPAIRED),
         ('{"a": ",}"}', {"a": ",}"}, ()),
-        ("{'a': 'b'}", {"a": "b"}, ("read single quotes or Python literals as JSON",)),
-        ("{'a': \"it's {x}\"}", {"a": "it's {x}"}, ("read single quotes or Python literals as JSON",)),
-        ("{'a': '\\d'}", {"a": "\\d"}, ("read single quotes or Python literals as JSON",)),
+        ("{'a': 'b'}", {"a": "b"}, REPAIRED),
+        ("{'a': \"it's {x}\"}", {"a": "it's {x}"}, REPAIRED),
+        ("{'a': '\\d'}", {"a": "\\d"}, REPAIRED),
         ('{"a": "\\ud83d\\ude00"}', {"a": "😀"}, ()),
+        ("{'a': '\\ud83d\\ude00'}", {"a": "😀"}, REPAIRED),
+        ('{"a": 1', {"a": 1}, ("closed the brackets and quotes the model left open",)),
+        ("{'a': 1, /* two */ 'b': 2}", {"a": 1, "b": 2}, REPAIRED),
     ],
 )
 def test_read_json_object(text: str, value: dict[str, Any], repairs: tuple[str, ...]) -> None:
@@ -786,7 +917,7 @@ def test_read_json_object(text: str, value: dict[str, Any], repairs: tuple[str, 
     ("text", "reason"),
     [
         ("no braces here", "no JSON object (it must start with '{')"),
-        ('{"a": 1', "the JSON object is not closed (missing '}')"),
+        ('{"a": 1, "b', "the JSON object is not closed (missing '}')"),
         ("{'a': 1+2j}", "Expecting property name enclosed in double quotes at column 2"),
         ("{'a': 2+2}", "Expecting property name enclosed in double quotes at column 2"),
         ('{"a": "\\ud800"}', "a \\u escape is half of a surrogate pair, not a character"),

@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 from openai import Stream
-from openai.types.chat import ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from localagent import prompts
 from localagent.backends.openai_http import (
@@ -23,6 +23,7 @@ from localagent.backends.openai_http import (
     SamplingParams,
     backend_error,
     make_openai_client,
+    not_json,
     read_stream,
     refused_options,
 )
@@ -39,6 +40,7 @@ from localagent.messages import (
     SystemMessage,
     ToolChoice,
     ToolMessage,
+    ToolRequest,
     ToolRequests,
     UserMessage,
 )
@@ -68,22 +70,30 @@ def to_openai_messages(messages: Sequence[Message], no_text: str | None = None) 
                     {"role": "tool", "tool_call_id": message.request_id, "content": message.content}
                 )
             else:  # answers no open call: the API would reject it as a tool message, so keep it as text
-                text = prompts.unanswered_result(message.name, message.request_id, message.content)
+                text = prompts.unanswered_result(
+                    message.name or "the call", message.request_id, message.content
+                )
                 converted.append({"role": "user", "content": text})
             continue
         answer_the_rest()
         if isinstance(message, AssistantMessage):
             converted.append(_assistant_message(message, no_text))
-            unanswered.update((request.id, request.name) for request in message.tool_requests)
+            unanswered.update((request.id, request.name) for request in _sent_requests(message))
         elif isinstance(message, SystemMessage | UserMessage):
             converted.append({"role": message.role, "content": message.content})
     answer_the_rest()
     return converted
 
 
+def _sent_requests(message: AssistantMessage) -> list[ToolRequest]:
+    """The calls to send back: one without a function name would be refused, so its result goes as text."""
+    return [request for request in message.tool_requests if request.name]
+
+
 def _assistant_message(message: AssistantMessage, no_text: str | None) -> dict[str, Any]:
     # Reasoning stays out: several servers reject `reasoning_content` in the input (DeepSeek: HTTP 400).
-    if not message.tool_requests:
+    requests = _sent_requests(message)
+    if not requests:
         return {"role": "assistant", "content": message.content}
     return {
         "role": "assistant",
@@ -94,7 +104,7 @@ def _assistant_message(message: AssistantMessage, no_text: str | None) -> dict[s
                 "type": "function",
                 "function": {"name": request.name, "arguments": request.raw_arguments or "{}"},
             }
-            for request in message.tool_requests
+            for request in requests
         ],
     }
 
@@ -248,7 +258,11 @@ class OpenAIChatTurn:
         reply = StreamedReply(on_delta)
 
         def open_reply() -> list[ChatCompletionChunk]:
-            return [completion_as_chunk(self._client.chat.completions.create(**whole))]
+            raw = self._client.chat.completions.with_raw_response.create(**whole)
+            completion = raw.parse()
+            if not isinstance(completion, ChatCompletion):  # the SDK hands over a body that is not JSON
+                raise not_json(self._where, raw.headers.get("content-type"))
+            return [completion_as_chunk(completion)]
 
         read_stream(open_reply, reply.add, cancel, self._where)
         return reply

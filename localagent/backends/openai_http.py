@@ -38,9 +38,15 @@ _CALL_CANCEL: ContextVar[CancelToken | None] = ContextVar("localagent_call_cance
 # --- the client ---------------------------------------------------------------------------------------
 
 
+class BaseUrlError(BackendError):
+    """An --api-base that is no URL: a mistake in the command, not a failure of the server."""
+
+    exit_code = 2
+
+
 def make_openai_client(base_url: str, api_key: str, timeout: float, max_retries: int) -> openai.OpenAI:
     if not base_url.startswith(("http://", "https://")):
-        raise BackendError(f"invalid base URL {base_url!r}: it must start with http:// or https://")
+        raise BaseUrlError(f"invalid base URL {base_url!r}: it must start with http:// or https://")
     http_client = openai.DefaultHttpx2Client(event_hooks={"request": [_refuse_cancelled_request]})
     return openai.OpenAI(
         base_url=base_url,
@@ -100,6 +106,13 @@ class CancellableStream(Generic[T]):
     def opened(self) -> bool:
         """True once the response headers arrived: later errors happened mid-reply."""
         return self._stream is not None
+
+    @property
+    def content_type(self) -> str | None:
+        """The media type of the response, once it arrived."""
+        if not isinstance(self._stream, openai.Stream):
+            return None
+        return self._stream.response.headers.get("content-type")
 
     def __iter__(self) -> Iterator[T]:
         threading.Thread(target=self._pump, name="localagent-http-stream", daemon=True).start()
@@ -168,11 +181,14 @@ def read_stream(
     """Hand every chunk to `on_chunk`; True when the connection dropped mid-reply (what came is kept).
 
     SDK errors before the reply started (and timeouts at any point) are raised as they are, for the
-    caller to map with `backend_error`; an event that is not JSON is a `BackendError` at once.
+    caller to map with `backend_error`; an event that is not JSON, or a body that is neither events
+    nor JSON (a web page), is a `BackendError` at once.
     """
     stream: CancellableStream[T] = CancellableStream(open_stream, cancel)
+    received = 0
     try:
         for chunk in stream:
+            received += 1
             on_chunk(chunk)
     except openai.APIConnectionError as error:
         if not stream.opened or isinstance(error, openai.APITimeoutError):
@@ -184,7 +200,27 @@ def read_stream(
         ) from None
     finally:
         stream.stop()
+    content_type = stream.content_type
+    if not received and content_type is not None and not _is_events_or_json(content_type):
+        raise not_json(where, content_type)
     return False
+
+
+def not_json(where: ErrorContext, content_type: str | None) -> BackendError:
+    """The error for a reply that is not the API's JSON: a proxy's or web server's page, most often."""
+    kind = f"content type {first_line(content_type)}" if content_type else "no content type"
+    if where.base_url.endswith("/v1"):
+        hint = "a web server or proxy may be answering in the API's place"
+    else:
+        hint = "is this the API's base URL? It usually ends in /v1"
+    return BackendError(
+        f"the server at {where.base_url} returned something that is not JSON ({kind}): {hint}"
+    )
+
+
+def _is_events_or_json(content_type: str) -> bool:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == "text/event-stream" or media_type.endswith(("/json", "+json", "/x-ndjson"))
 
 
 # --- SDK errors -> BackendError ---------------------------------------------------------------------

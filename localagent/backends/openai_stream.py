@@ -10,6 +10,7 @@ from typing import Any
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from localagent import prompts
 from localagent.backends.arguments import parse_tool_call
 from localagent.events import ContentDelta, DeltaSink, ReasoningDelta
 from localagent.messages import ToolRequest, Usage
@@ -69,7 +70,11 @@ class StreamedReply:
                 continue
             request_id = call.id if call.id and call.id not in seen else new_request_id()
             seen.add(request_id)
-            requests.append(parse_tool_call(request_id, call.name, call.arguments))
+            if call.name.strip():
+                requests.append(parse_tool_call(request_id, call.name, call.arguments))
+            else:
+                nameless = {"raw_arguments": call.arguments, "parse_error": prompts.NO_FUNCTION_NAME}
+                requests.append(ToolRequest(id=request_id, name="", **nameless))
         return requests
 
     def partial_text(self) -> str:

@@ -7,14 +7,18 @@ import sys
 import click
 
 from localagent import __version__
+from localagent.cli.display import colors_allowed
 from localagent.errors import LocalagentError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="localagent")
-def cli() -> None:
+@click.pass_context
+def cli(context: click.Context) -> None:
     """An offline-first ReAct agent: grammar-constrained text tags on a local GGUF model, or native
     tool calls on any OpenAI-compatible API with --api-base."""
+    if not colors_allowed():
+        context.color = False  # every click.echo and click.style below this context follows it
 
 
 def _register() -> None:

@@ -1,12 +1,20 @@
-"""Asking the person before a tool changes files: yes, no, or always for that tool."""
+"""Asking the person before a tool changes files: yes, no, or always for that tool.
+
+Ctrl-C (or Ctrl-D) at the question cancels the run at once: nothing is changed.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 import click
 
+from localagent.cancel import Cancelled
 from localagent.messages import ToolRequest
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.workspace import Workspace
@@ -27,13 +35,18 @@ class TerminalApprover:
             )
             return False
         click.echo(self.describe(request), err=True)
-        answer = click.prompt(
-            f"Allow {tool.name}? [y]es / [n]o / [a]lways for {tool.name}",
-            type=click.Choice(["y", "n", "a"], case_sensitive=False),
-            default="n",
-            show_choices=False,
-            err=True,
-        ).lower()
+        try:
+            with _interrupt_raises():
+                answer = click.prompt(
+                    f"Allow {tool.name}? [y]es / [n]o / [a]lways for {tool.name}",
+                    type=click.Choice(["y", "n", "a"], case_sensitive=False),
+                    default="n",
+                    show_choices=False,
+                    err=True,
+                ).lower()
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            click.echo("", err=True)
+            raise Cancelled() from None
         if answer == "a":
             self._always.add(tool.name)
         return answer in ("y", "a")
@@ -68,3 +81,17 @@ class TerminalApprover:
                 color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
                 colored.append(click.style(text, fg=color))
         return "\n".join(colored) or f"(no change to {path})"
+
+
+@contextlib.contextmanager
+def _interrupt_raises() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt here, even where the run's own handler only sets a cancel flag:
+    that handler returns to the blocked read, so the question would wait for Enter."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from localagent import paths
 from localagent.cancel import CancelToken
 from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent, opening_messages
 from localagent.cli.interrupt import cancel_on_interrupt
+from localagent.cli.line_input import LineReader
 from localagent.cli.options import backend_options
 from localagent.messages import HISTORY, Message, UserMessage
 
@@ -24,16 +27,19 @@ HELP = "Commands: /tools, /reset, /save FILE, /help, /quit (or Ctrl-D)."
 def chat(workspace: Path, yes: bool, **params: Any) -> None:
     """Talk with the agent, one task after another, keeping the conversation.
 
-    Ctrl-C cancels the current answer; Ctrl-D or /quit ends the session.
+    Lines are edited as in a shell (arrows, Ctrl-A, Ctrl-E, ...); Up recalls earlier lines, kept in
+    ~/.local/state/localagent/chat_history. Ctrl-C cancels the current answer; Ctrl-D or /quit ends
+    the session.
     """
     agent = open_agent(params, workspace, yes=yes, transcript=None, show=True)
     runner, tools = agent.runner, agent.tool_names
     fresh: list[Message] = []
     history = list(fresh)
     click.echo(f"localagent chat on {agent.backend_name}. {HELP}", err=True)
+    lines = LineReader(paths.chat_history_path())
     try:
         while True:
-            line = _read_line()
+            line = lines.read("you")
             if line is None:
                 break
             if not line.strip():
@@ -59,18 +65,12 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
                     err=True,
                 )
     finally:
+        lines.close()
         agent.transcript.close()
         click.echo(f"transcript: {agent.transcript_path}", err=True)
-
-
-def _read_line() -> str | None:
-    try:
-        return click.prompt(
-            click.style("you", bold=True), prompt_suffix="> ", default="", show_default=False, err=True
-        )
-    except (EOFError, click.exceptions.Abort):
-        click.echo("", err=True)
-        return None
+        if agent.transcript.failure:
+            click.echo(f"localagent: error: {agent.transcript.failure}", err=True)
+    sys.exit(1 if agent.transcript.failure else 0)
 
 
 def _command(line: str, history: list[Message], fresh: list[Message], tool_names: list[str]) -> str | None:

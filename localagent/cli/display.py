@@ -1,11 +1,13 @@
 """Showing a run as it happens: thoughts dimmed, each tool call with its arguments, results shortened.
 
-Everything goes to stderr, so stdout holds only the answer (or the JSON result).
+Everything goes to stderr, so stdout holds only the answer (or the JSON result). How a run ended is
+said once, by the command (`run`, `chat`), not here.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from typing import TextIO
 
 import click
@@ -14,13 +16,17 @@ from localagent.events import (
     Event,
     FormatError,
     ReasoningDelta,
-    RunFinished,
     ToolFinished,
     ToolStarted,
     TurnStarted,
 )
 
 SCREEN_LIMIT = 300
+
+
+def colors_allowed() -> bool:
+    """False when the person asked for no colors (NO_COLOR, no-color.org) or the terminal has none."""
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 def shorten(text: str, limit: int = SCREEN_LIMIT) -> str:
@@ -32,7 +38,8 @@ def shorten(text: str, limit: int = SCREEN_LIMIT) -> str:
 class RunDisplay:
     def __init__(self, stream: TextIO, color: bool | None = None) -> None:
         self.stream = stream
-        self.color = color
+        # Read-only tools report from worker threads, where click's context (and its color) is unknown.
+        self.color = False if color is None and not colors_allowed() else color
         self._in_reasoning = False
 
     def __call__(self, event: Event) -> None:
@@ -60,9 +67,6 @@ class RunDisplay:
                 click.style(f"! malformed reply ({event.problem}): ", fg="yellow")
                 + shorten(event.feedback, 160)
             )
-        elif isinstance(event, RunFinished) and event.status != "final":
-            reason = f": {event.error}" if event.error else ""
-            self._line(click.style(f"run ended: {event.status}{reason}", fg="yellow"))
 
     def notice(self, text: str) -> None:
         self._end_reasoning()

@@ -36,7 +36,8 @@ class ProgressReporter:
 
     def done(self) -> None:
         if self._bar_label is not None:
-            click.echo("\r\x1b[K", nl=False, err=True)  # clear the line
+            # Spaces rather than an erase sequence, which a dumb terminal would print as it is.
+            click.echo("\r" + " " * (len(self._bar_label) + 1) + "\r", nl=False, err=True)
             self._bar_label = None
 
     def _show(self, label: str) -> None:

@@ -40,8 +40,10 @@ def run(
     """Run TASK to a final answer, using tools as needed.
 
     Exit status: 0 when the run ends with a final answer, 1 when it ends otherwise (step limit,
-    tool failures, cancelled, error), 2 for bad usage.
+    tool failures, cancelled, error) or its transcript could not be written, 2 for bad usage.
     """
+    if not task.strip():
+        raise click.UsageError('TASK is empty: say what to do, as in: localagent run "What is 17 * 23?"')
     silent = as_json or quiet
     agent = open_agent(params, workspace, yes=yes, transcript=transcript, show=not silent)
     history = opening_messages(task, agent.root)
@@ -57,7 +59,9 @@ def run(
     finally:
         agent.transcript.close()
     report(result, agent.transcript_path, as_json=as_json)
-    sys.exit(0 if result.status == "final" else 1)
+    if agent.transcript.failure:
+        click.echo(f"localagent: error: {agent.transcript.failure}", err=True)
+    sys.exit(0 if result.status == "final" and not agent.transcript.failure else 1)
 
 
 def report(result: RunResult, transcript: Path, *, as_json: bool) -> None:

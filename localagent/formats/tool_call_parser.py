@@ -19,7 +19,7 @@ from localagent.errors import RecoverableTurnError
 from localagent.formats.base import ParsedReply
 from localagent.formats.tool_call_grammar import Wrapper, call_prefix
 from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent.texttag.json_repair import JsonUnreadable, load_json, read_json_object
+from localagent.texttag.loose_json import JsonUnreadable, load_json, read_json_object
 from localagent.tools.spec import ToolSpec
 
 # Each way of writing a call: its opening, its close, and whether a JSON object in it must start

@@ -9,6 +9,7 @@ Either way a reply the model can fix raises RecoverableTurnError with feedback; 
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -20,7 +21,13 @@ from localagent import prompts
 from localagent.errors import RecoverableTurnError
 from localagent.formats.base import ParsedReply
 from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent.texttag.json_repair import JsonUnreadable, ReadJson, load_json, read_json_object
+from localagent.texttag.loose_json import (
+    JsonUnreadable,
+    ReadJson,
+    load_json,
+    read_json_object,
+    without_code_fence,
+)
 from localagent.texttag.reply import RawAction, ReplyParts, Unparsable, cut_at_observation
 from localagent.texttag.template import render_definitions, template_definitions
 from localagent.texttag.tolerant import tolerant_parts
@@ -35,6 +42,9 @@ _UNBOUNDED = {
     "TOOL_NAME": r"/[A-Za-z_][A-Za-z0-9_.\-]*/",
     "ACTION_INPUT": r"/\{[^\n]*\}/",
 }
+# An attempt at a JSON object: `{}`, or a brace, then a key and a colon. `{temperature in SF}` is none.
+_JSON_OBJECT_START = re.compile(r"""\{\s*(?:\}|(?:"[^"\n]*"|'[^'\n]*'|[A-Za-z_][\w-]*)\s*:)""")
+_QUOTES = "\"'`"
 
 
 def new_request_id() -> str:
@@ -54,7 +64,7 @@ def parse_reply(
     """Read one reply; raise RecoverableTurnError when the model must write it again."""
     tool_names = [tool.name for tool in tools]
     try:
-        parts = tolerant_parts(text) if tolerant else strict_parts(text)
+        parts = tolerant_parts(text, tool_names) if tolerant else strict_parts(text)
     except Unparsable as problem:
         if cut_off:
             raise RecoverableTurnError(prompts.cut_off(token_limit), text, "cut_off") from None
@@ -167,8 +177,10 @@ def _assemble(
 ) -> ParsedReply:
     tool_names = [tool.name for tool in tools]
     notes = list(parts.notes)
-    requests = [_request(action, tools, new_id, notes, repair=parts.tolerant) for action in parts.actions]
-    if cut_off and not _complete(parts, requests):
+    read = [_request(action, tools, new_id, notes, repair=parts.tolerant) for action in parts.actions]
+    requests = [request for request, _ in read]
+    whole = bool(read) and read[-1][1] and not any(request.parse_error for request in requests)
+    if cut_off and not (whole and parts.answer is None):
         # Whatever the model wrote last may be cut mid-way: an answer, an argument, a tool name.
         raise RecoverableTurnError(prompts.cut_off(token_limit), text, "cut_off")
     shapes = prompts.react_reply_shapes(tool_names, tool_choice)
@@ -191,37 +203,36 @@ def _assemble(
     return ParsedReply(Final(content=parts.answer, reasoning=parts.thought), tuple(notes))
 
 
-def _complete(parts: ReplyParts, requests: list[ToolRequest]) -> bool:
-    """Whether a cut-off reply still ends with a whole action: a closed JSON object, not a bare string."""
-    if not requests or parts.answer is not None or any(request.parse_error for request in requests):
-        return False
-    last_input = parts.actions[-1].input_text
-    return last_input is None or not _is_bare(last_input.strip())
-
-
 def _request(
     action: RawAction, tools: Sequence[ToolSpec], new_id: Callable[[], str], notes: list[str], *, repair: bool
-) -> ToolRequest:
+) -> tuple[ToolRequest, bool]:
+    """The request for one action, and whether it is whole: a cut-off reply is trusted only then."""
     request_id = new_id()
     name = action.name
     tool = next((t for t in tools if t.name == name), None)
+    example = prompts.argument_example(tool.parameters) if tool is not None else None
     source = action.inline_argument if action.input_text is None else action.input_text
     if source is None or not source.strip():
         if tool is not None and not tool.parameters.get("required"):
-            return ToolRequest(id=request_id, name=name, arguments={}, raw_arguments="{}")
-        return ToolRequest(id=request_id, name=name, parse_error=prompts.missing_input(name))
+            return ToolRequest(id=request_id, name=name, arguments={}, raw_arguments="{}"), True
+        return ToolRequest(id=request_id, name=name, parse_error=prompts.missing_input(name, example)), False
     stripped = source.strip()
-    if repair and _is_bare(stripped) and (lone := _lone_string_parameter(tool)) is not None:
-        notes.append(f"read the plain text input of {name} as its {lone!r} argument")
-        arguments = {lone: _unquoted(stripped)}
-        return ToolRequest(id=request_id, name=name, arguments=arguments, raw_arguments=stripped)
+    if repair and (lone := _lone_string_parameter(tool)) is not None:
+        inside = without_code_fence(stripped)
+        if not _JSON_OBJECT_START.search(inside):
+            if inside != stripped:
+                notes.append(f"took the input of {name} out of a code fence")
+            notes.append(f"read the plain text input of {name} as its {lone!r} argument")
+            arguments = {lone: _unquoted(inside)}
+            return ToolRequest(id=request_id, name=name, arguments=arguments, raw_arguments=stripped), False
     try:
         read = read_json_object(source) if repair else _strict_json(stripped)
     except JsonUnreadable as error:
-        invalid = prompts.invalid_json(name, str(error))
-        return ToolRequest(id=request_id, name=name, raw_arguments=stripped, parse_error=invalid)
+        invalid = prompts.invalid_json(name, str(error), example)
+        return ToolRequest(id=request_id, name=name, raw_arguments=stripped, parse_error=invalid), False
     notes.extend(f"{repair} in the input of {name}" for repair in read.repairs)
-    return ToolRequest(id=request_id, name=name, arguments=read.value, raw_arguments=read.text)
+    request = ToolRequest(id=request_id, name=name, arguments=read.value, raw_arguments=read.text)
+    return request, read.closed
 
 
 def _strict_json(text: str) -> ReadJson:
@@ -231,20 +242,20 @@ def _strict_json(text: str) -> ReadJson:
     return ReadJson(value, text)
 
 
-def _is_bare(text: str) -> bool:
-    """Input that is no attempt at JSON: it neither starts with '{' nor has one on its first line."""
-    return not text.startswith(("{", "```")) and "{" not in text.split("\n", 1)[0]
-
-
 def _unquoted(text: str) -> str:
-    """A bare string without the quotes around it; a double-quoted one is read as a JSON string."""
-    if len(text) < 2 or text[0] != text[-1] or text[0] not in "\"'`":
-        return text
-    with contextlib.suppress(JsonUnreadable):
-        value = load_json(text)
-        if isinstance(value, str):
-            return value
-    return text[1:-1]
+    """A bare string without the quotes around it (a double-quoted one is read as a JSON string), or
+    without one unbalanced quote at its start or end."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in _QUOTES:
+        with contextlib.suppress(JsonUnreadable):
+            value = load_json(text)
+            if isinstance(value, str):
+                return value
+        return text[1:-1]
+    if text[:1] in _QUOTES and text.count(text[0]) == 1:
+        return text[1:].strip()
+    if text[-1:] in _QUOTES and text.count(text[-1]) == 1:
+        return text[:-1].strip()
+    return text
 
 
 def _lone_string_parameter(tool: ToolSpec | None) -> str | None:

@@ -91,8 +91,13 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         changes_files: bool = False,
+        check: Callable[[Any], None] | None = None,
     ) -> Tool:
-        """A tool from a typed function; a parameter named `cancel` receives the run's CancelToken."""
+        """A tool from a typed function; a parameter named `cancel` receives the run's CancelToken.
+
+        `check(arguments)` may refuse valid-typed arguments with InvalidArguments; it runs with the
+        validation, so before anyone is asked to approve the call.
+        """
         model = arguments_model(function)
         takes_cancel = "cancel" in inspect.signature(function).parameters
 
@@ -105,7 +110,7 @@ class Tool:
             description=description or _first_paragraph(function.__doc__),
             parameters=schema_of(model),
         )
-        return cls(spec, pydantic_validator(model), invoke, changes_files)
+        return cls(spec, pydantic_validator(model, check), invoke, changes_files)
 
     @classmethod
     def from_spec(cls, spec: ToolSpec, function: Callable[..., Any]) -> Tool:
@@ -156,12 +161,17 @@ def _drop_titles(node: Any) -> Any:
     return cleaned
 
 
-def pydantic_validator(model: type[BaseModel]) -> Callable[[dict[str, Any]], BaseModel]:
+def pydantic_validator(
+    model: type[BaseModel], check: Callable[[Any], None] | None = None
+) -> Callable[[dict[str, Any]], BaseModel]:
     def validate(arguments: dict[str, Any]) -> BaseModel:
         try:
-            return model.model_validate(arguments)
+            valid = model.model_validate(arguments)
         except ValidationError as error:
             raise InvalidArguments(describe_validation_error(error)) from None
+        if check is not None:
+            check(valid)
+        return valid
 
     return validate
 

@@ -15,10 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
+import regex
 from pydantic import Field
 
 from localagent.cancel import CancelToken
-from localagent.tools.base import Tool, ToolError
+from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.workspace import Workspace
 
 LIST_LIMIT = 200  # entries shown by list_dir
@@ -27,6 +28,7 @@ LINE_CHAR_LIMIT = 1000  # a longer line is cut: read_file shows and search_text 
 SEARCH_MATCH_LIMIT = 50
 PATH_CHOICES_LIMIT = 300  # a bigger workspace's paths are not listed in the grammar
 SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
+SEARCH_REGEX_SECONDS = 2.0  # CPU time one line may take: a pattern that backtracks without end is stopped
 BINARY_SNIFF_BYTES = 8192
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
@@ -64,7 +66,7 @@ class FileTools:
             Tool.from_function(self.read_file),
             Tool.from_function(self.search_text),
             Tool.from_function(self.write_file, changes_files=True),
-            Tool.from_function(self.replace_in_file, changes_files=True),
+            Tool.from_function(self.replace_in_file, changes_files=True, check=_check_edit),
         ]
         if not self.narrow_paths:
             return tools
@@ -266,10 +268,6 @@ class FileTools:
         """Replace one exact piece of text in a file. old must appear exactly once in the file."""
         real, shown = self._existing_file(path)
         self._refuse_vcs(real)
-        if old == "":
-            raise ToolError("old is empty. Copy the exact text to replace from the file.")
-        if old == new:
-            raise ToolError("old and new are the same, so nothing would change.")
         text = _read_utf8(real, shown)
         count = _occurrences(text, old)
         if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
@@ -367,6 +365,14 @@ def _walked(dirnames: list[str]) -> list[str]:
     return sorted(name for name in dirnames if not name.startswith(".") and name not in SKIPPED_DIRS)
 
 
+def _check_edit(arguments: Any) -> None:
+    """What is wrong with an edit whatever the file holds; found before anyone is asked to approve it."""
+    if arguments.old == "":
+        raise InvalidArguments("old is empty. Copy the exact text to replace from the file.")
+    if arguments.old == arguments.new:
+        raise InvalidArguments("old and new are the same, so nothing would change.")
+
+
 def _status(real: Path, shown: str) -> os.stat_result | None:
     """The path's status, or None if it does not exist; other OS errors become a ToolError."""
     try:
@@ -405,17 +411,29 @@ def _display_line(raw: bytes) -> str:
     return text
 
 
-def _matcher(pattern: str, regex: bool) -> Callable[[str], bool]:
-    if not regex:
+def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
+    if not is_regex:
         return lambda text: pattern in text
     try:
-        compiled = re.compile(pattern)
-    except re.error as error:
+        compiled = regex.compile(pattern)
+    except regex.error as error:
         raise ToolError(
             f"Invalid regular expression {pattern!r}: {error}. "
             "Fix it, or set regex to false to search plain text."
         ) from None
-    return lambda text: compiled.search(text) is not None
+
+    def matches(text: str) -> bool:
+        # Python's re cannot be stopped once it backtracks without end; the regex package can.
+        try:
+            return compiled.search(text, timeout=SEARCH_REGEX_SECONDS) is not None
+        except TimeoutError:
+            raise ToolError(
+                f"The regular expression {pattern!r} was stopped after {SEARCH_REGEX_SECONDS:g} s on one "
+                "line: it backtracks too much. Use a simpler pattern without nested repeats like (a|aa)+, "
+                "or set regex to false to search plain text."
+            ) from None
+
+    return matches
 
 
 def _read_utf8(real: Path, shown: str) -> str:
