@@ -232,8 +232,7 @@ def test_a_streamed_call_whose_name_never_arrives_is_a_parse_error_the_model_see
     assert sent[-2] == {"role": "assistant", "content": ""}
     assert sent[-1] == {
         "role": "user",
-        "content": f"Result of the call ({expected['id']}): Tool error: {prompts.NO_FUNCTION_NAME}\n"
-        "[11 steps left]",
+        "content": f"Result of the call ({expected['id']}): Tool error: {prompts.NO_FUNCTION_NAME}",
     }
 
 

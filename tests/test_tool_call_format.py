@@ -489,11 +489,16 @@ def test_tolerant_a_call_without_a_name_is_that_requests_error(text: str) -> Non
     assert request.parse_error == prompts.NO_FUNCTION_NAME
 
 
+def test_tolerant_an_object_left_open_is_closed_when_nothing_is_lost() -> None:
+    text = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1"}\n</tool_call>'
+    [request] = requests_of(tolerant(text))
+    assert (request.name, request.arguments, request.parse_error) == ("calculator", {"expression": "1"}, None)
+
+
 @pytest.mark.parametrize(
     ("text", "tool"),
     [
         ('<tool_call>\n{"name": "calculator", "arguments": {"expression": 1+}}\n</tool_call>', "calculator"),
-        ('<tool_call>\n{"name": "calculator", "arguments": {"expression": "1"}\n</tool_call>', "calculator"),
         ('<tool_call>\n{"name": "search", "arguments": "query=milk"}\n</tool_call>', "search"),
         ('<tool_call>\n{"name": "search", "arguments": ["milk"]}\n</tool_call>', "search"),
     ],

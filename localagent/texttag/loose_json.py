@@ -68,6 +68,10 @@ def _reject_constant(name: str) -> Any:
     raise _NotJsonConstant(name)
 
 
+# Longer almost-JSON is not repaired: a model that writes that much broken JSON is looping.
+REPAIR_LIMIT = 20_000
+
+
 def read_json_object(text: str) -> ReadJson:
     """The first JSON object in text, repaired where that loses nothing; raises JsonUnreadable."""
     start = text.find("{")
@@ -116,6 +120,8 @@ def _not_closed(candidate: str) -> JsonUnreadable:
 
 
 def _repaired(candidate: str, refusal: JsonUnreadable) -> Any:
+    if len(candidate) > REPAIR_LIMIT:
+        raise refusal  # json-repair takes seconds on a long run of braces or escapes
     try:
         value = json_repair.repair_json(candidate, return_objects=True, skip_json_loads=True)
     except Exception:  # noqa: BLE001 - any failure inside the repair means the input stays unreadable
