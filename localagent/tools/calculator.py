@@ -41,6 +41,21 @@ FUNCTIONS: dict[str, Callable[..., Number]] = {
     "degrees": math.degrees,
     "radians": math.radians,
 }
+
+def _mean(*values: Number) -> Number:
+    return sum(values) / len(values)
+
+
+# Functions over a list of numbers: sum([8.5, 6.0]) or sum(8.5, 6.0), as a coder model writes them.
+LIST_FUNCTIONS: dict[str, Callable[..., Number]] = {
+    "sum": lambda *values: sum(values),
+    "mean": _mean,
+    "average": _mean,
+    "avg": _mean,
+    "len": lambda *values: len(values),
+    "min": min,
+    "max": max,
+}
 BINARY: dict[type[ast.operator], Callable[[Number, Number], Number]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -51,7 +66,10 @@ BINARY: dict[type[ast.operator], Callable[[Number, Number], Number]] = {
     ast.Pow: operator.pow,
 }
 UNARY: dict[type[ast.unaryop], Callable[[Number], Number]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-SUPPORTED = f"Supported: numbers, + - * / // % ** ( ), {', '.join(CONSTANTS)}, {', '.join(FUNCTIONS)}."
+SUPPORTED = (
+    f"Supported: numbers, + - * / // % ** ( ), {', '.join(CONSTANTS)}, "
+    f"{', '.join(dict.fromkeys([*FUNCTIONS, *LIST_FUNCTIONS]))}."
+)
 
 
 def calculator(
@@ -107,7 +125,10 @@ def _evaluate(node: ast.expr, depth: int) -> Number:
         return _checked(node.value)
     if isinstance(node, ast.Name):
         if node.id not in CONSTANTS:
-            raise ToolError(f"Unknown name {node.id!r}. {SUPPORTED}")
+            raise ToolError(
+                f"Unknown name {node.id!r}: the calculator only knows numbers. Read the numbers first "
+                "(from a file, say), then write them into the expression."
+            )
         return CONSTANTS[node.id]
     if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY:
         return UNARY[type(node.op)](_evaluate(node.operand, depth + 1))
@@ -127,10 +148,13 @@ def _call(node: ast.Call, depth: int) -> Number:
     if not isinstance(node.func, ast.Name):
         raise ToolError(f"Only functions called by a plain name can be used, like sqrt(2). {SUPPORTED}")
     name = node.func.id
-    if name not in FUNCTIONS:
-        raise ToolError(f"Unknown function {name!r}. The functions are: {', '.join(FUNCTIONS)}.")
+    known = dict.fromkeys([*FUNCTIONS, *LIST_FUNCTIONS])
+    if name not in known:
+        raise ToolError(f"Unknown function {name!r}. The functions are: {', '.join(known)}.")
     if node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
         raise ToolError(f"{name}() takes plain numbers only, like {name}(2.5).")
+    if name in LIST_FUNCTIONS:
+        return _call_on_list(name, node.args, depth)
     args = [_evaluate(arg, depth + 1) for arg in node.args]
     if (
         name == "round"
@@ -147,6 +171,16 @@ def _call(node: ast.Call, depth: int) -> Number:
     except ValueError:
         shown = ", ".join(format_number(arg) for arg in args)
         raise ToolError(f"{name}({shown}) is not defined (math domain error).") from None
+
+
+def _call_on_list(name: str, nodes: list[ast.expr], depth: int) -> Number:
+    """sum, mean, len, min or max of numbers given one by one or as one list."""
+    if len(nodes) == 1 and isinstance(nodes[0], ast.List | ast.Tuple):
+        nodes = list(nodes[0].elts)
+    values = [_evaluate(item, depth + 1) for item in nodes]
+    if not values:
+        raise ToolError(f"{name}() needs at least one number.")
+    return _checked(LIST_FUNCTIONS[name](*values))
 
 
 def _check_power(base: Number, exponent: Number) -> None:
@@ -177,4 +211,6 @@ def _describe(node: ast.AST) -> str:
         return "Comparisons are not supported."
     if isinstance(node, ast.Tuple):
         return "Commas are only allowed between function arguments; write 1000, not 1,000."
+    if isinstance(node, ast.List):
+        return "A list needs a function around it, like sum([1, 2]) or mean([1, 2])."
     return f"This kind of expression ({type(node).__name__}) is not supported."
