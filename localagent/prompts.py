@@ -52,7 +52,33 @@ def react_instructions(tools: Sequence[ToolSpec]) -> str:
         "JSON object, after which you stop and wait for the 'Observation:' with its result; or, once "
         "you know the answer, a line 'Final Answer:' with the answer.",
     ]
+    example = react_example(tools) if REACT_EXAMPLE else None
+    if example:
+        lines += ["", example]
     return "\n".join(lines)
+
+
+REACT_EXAMPLE = True
+
+
+def react_example(tools: Sequence[ToolSpec]) -> str | None:
+    """A worked run in a folder unlike any a user has, with the file tools, when they are offered."""
+    if not {"search_text", "read_file"} <= {tool.name for tool in tools}:
+        return None
+    return (
+        "An example, from another folder (a birdwatcher's notes):\n"
+        "Question: Where did I see the kingfisher?\n"
+        "Thought: I do not know which file mentions the kingfisher, so I search all files.\n"
+        "Action: search_text\n"
+        'Action Input: {"pattern": "kingfisher"}\n'
+        "Observation: Matches for 'kingfisher' in .:\nsightings/may.md:4: - kingfisher, see pond.md\n"
+        "Thought: The May sightings point to pond.md, so I read it.\n"
+        "Action: read_file\n"
+        'Action Input: {"path": "pond.md"}\n'
+        "Observation: pond.md, lines 1-2 of 2:\n1: # The mill pond\n2: Kingfishers nest in the north bank.\n"
+        "Thought: I know the answer now.\n"
+        "Final Answer: At the mill pond, where kingfishers nest in the north bank."
+    )
 
 
 def react_reply_shapes(tool_names: Sequence[str], tool_choice: ToolChoice = "auto") -> str:

@@ -21,13 +21,14 @@ TOOLS = [
         parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
     ),
     ToolSpec(name="list_dir", description="List a directory."),
+    ToolSpec(name="search_text", description="Find lines."),
 ]
 # Arguments for each function, by parameter name.
 SAMPLE_ARGUMENTS: dict[str, Any] = {
     "task": "How long is the file?",
     "listing": "notes.txt\nsrc/app.py",
     "tools": TOOLS,
-    "tool_names": ["read_file", "list_dir"],
+    "tool_names": ["read_file", "list_dir", "search_text"],
     "tool_choice": NamedToolChoice(name="read_file"),
     "detail": "the reply has no answer",
     "shapes": "Reply with a tool call.",
