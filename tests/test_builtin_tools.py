@@ -372,11 +372,20 @@ def test_the_runner_reports_an_escape_as_a_tool_error(tools: FileTools, tmp_path
     assert any(isinstance(event, ToolFinished) for event in events)
 
 
+@pytest.mark.parametrize(("before", "after"), [("x\n", "x\ny\n"), ("x", "x\ny\n"), ("", "y\n")])
+def test_an_empty_old_adds_new_at_the_end(tools: FileTools, ws: Path, before: str, after: str) -> None:
+    (ws / "f.txt").write_text(before)
+    assert tools.replace_in_file("f.txt", "", "y\n").startswith(
+        "Added the text at the end of f.txt, from line"
+    )
+    assert (ws / "f.txt").read_text() == after
+
+
 @pytest.mark.parametrize(
     ("old", "new", "reason"),
     [
         ("x", "x", "old and new are the same, so nothing would change."),
-        ("", "y", "old is empty. Copy the exact text to replace from the file."),
+        ("", "", "old and new are the same, so nothing would change."),
     ],
 )
 def test_an_edit_that_changes_nothing_is_refused_before_anyone_is_asked(

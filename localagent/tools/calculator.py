@@ -42,6 +42,7 @@ FUNCTIONS: dict[str, Callable[..., Number]] = {
     "radians": math.radians,
 }
 
+
 def _mean(*values: Number) -> Number:
     return sum(values) / len(values)
 

@@ -46,7 +46,8 @@ IsRegex = Annotated[
 ]
 Content = Annotated[str, Field(description="The complete new content of the file")]
 OldText = Annotated[
-    str, Field(description="The exact text to replace, copied from the file without line numbers")
+    str,
+    Field(description="The exact text to replace, copied from the file without line numbers; '' to append"),
 ]
 NewText = Annotated[str, Field(description="The text to put in its place")]
 
@@ -265,10 +266,16 @@ class FileTools:
         return f"{what} {shown} ({lines} lines, {len(content)} characters)."
 
     def replace_in_file(self, path: FilePath, old: OldText, new: NewText) -> str:
-        """Replace one exact piece of text in a file. old must appear exactly once in the file."""
+        """Replace one exact piece of text in a file. old must appear exactly once in the file; an empty
+        old adds new at the end of the file."""
         real, shown = self._existing_file(path)
         self._refuse_vcs(real)
         text = _read_utf8(real, shown)
+        if old == "":
+            # Appending is the edit a small model finds hardest to phrase as a replacement.
+            joined = text if not text or text.endswith("\n") else text + "\n"
+            _write_atomically(real, (joined + new).encode("utf-8"), shown)
+            return f"Added the text at the end of {shown}, from line {joined.count(chr(10)) + 1}."
         count = _occurrences(text, old)
         if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
             # The file has Windows line endings; the model almost always writes plain "\n".
@@ -367,8 +374,6 @@ def _walked(dirnames: list[str]) -> list[str]:
 
 def _check_edit(arguments: Any) -> None:
     """What is wrong with an edit whatever the file holds; found before anyone is asked to approve it."""
-    if arguments.old == "":
-        raise InvalidArguments("old is empty. Copy the exact text to replace from the file.")
     if arguments.old == arguments.new:
         raise InvalidArguments("old and new are the same, so nothing would change.")
 
