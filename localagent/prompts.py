@@ -62,23 +62,55 @@ REACT_EXAMPLE = True
 
 
 def react_example(tools: Sequence[ToolSpec]) -> str | None:
-    """A worked run in a folder unlike any a user has, with the file tools, when they are offered."""
-    if not {"search_text", "read_file"} <= {tool.name for tool in tools}:
+    """Worked runs in a folder unlike any a user has, for the file tools that are offered."""
+    names = {tool.name for tool in tools}
+    examples = []
+    if {"search_text", "read_file"} <= names:
+        examples.append(
+            "Question: Where did I see the kingfisher?\n"
+            "Thought: I do not know which file mentions the kingfisher, so I search all files.\n"
+            "Action: search_text\n"
+            'Action Input: {"pattern": "kingfisher"}\n'
+            "Observation: Matches for 'kingfisher' in .:\nsightings/may.md:4: - kingfisher, see pond.md\n"
+            "Thought: The May sightings point to pond.md, so I read it.\n"
+            "Action: read_file\n"
+            'Action Input: {"path": "pond.md"}\n'
+            "Observation: pond.md, lines 1-2 of 2:\n"
+            "1: # The mill pond\n2: Kingfishers nest in the north bank.\n"
+            "Thought: I know the answer now.\n"
+            "Final Answer: At the mill pond, where kingfishers nest in the north bank."
+        )
+    if {"read_file", "calculator"} <= names:
+        examples.append(
+            "Question: How many birds did I count in total at the pond?\n"
+            "Thought: The counts are in pond.md; I read them first.\n"
+            "Action: read_file\n"
+            'Action Input: {"path": "pond.md"}\n'
+            "Observation: pond.md, lines 1-3 of 3:\n1: # The mill pond\n2: herons: 3\n3: coots: 11\n"
+            "Thought: I add the two counts with the calculator.\n"
+            "Action: calculator\n"
+            'Action Input: {"expression": "3 + 11"}\n'
+            "Observation: 14\n"
+            "Thought: I know the answer now.\n"
+            "Final Answer: 14 birds: 3 herons and 11 coots."
+        )
+    if {"read_file", "replace_in_file"} <= names:
+        examples.append(
+            "Question: I saw 5 herons, not 3. Fix it in my pond notes.\n"
+            "Thought: I read pond.md to copy the exact line to change.\n"
+            "Action: read_file\n"
+            'Action Input: {"path": "pond.md"}\n'
+            "Observation: pond.md, lines 1-3 of 3:\n1: # The mill pond\n2: herons: 3\n3: coots: 11\n"
+            "Thought: I replace the heron line.\n"
+            "Action: replace_in_file\n"
+            'Action Input: {"path": "pond.md", "old": "herons: 3", "new": "herons: 5"}\n'
+            "Observation: Replaced the text at line 2 of pond.md.\n"
+            "Thought: The change is made.\n"
+            "Final Answer: pond.md now says herons: 5."
+        )
+    if not examples:
         return None
-    return (
-        "An example, from another folder (a birdwatcher's notes):\n"
-        "Question: Where did I see the kingfisher?\n"
-        "Thought: I do not know which file mentions the kingfisher, so I search all files.\n"
-        "Action: search_text\n"
-        'Action Input: {"pattern": "kingfisher"}\n'
-        "Observation: Matches for 'kingfisher' in .:\nsightings/may.md:4: - kingfisher, see pond.md\n"
-        "Thought: The May sightings point to pond.md, so I read it.\n"
-        "Action: read_file\n"
-        'Action Input: {"path": "pond.md"}\n'
-        "Observation: pond.md, lines 1-2 of 2:\n1: # The mill pond\n2: Kingfishers nest in the north bank.\n"
-        "Thought: I know the answer now.\n"
-        "Final Answer: At the mill pond, where kingfishers nest in the north bank."
-    )
+    return "Examples, from another folder (a birdwatcher's notes):\n\n" + "\n\n".join(examples)
 
 
 def react_reply_shapes(tool_names: Sequence[str], tool_choice: ToolChoice = "auto") -> str:
