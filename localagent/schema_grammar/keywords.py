@@ -11,7 +11,12 @@ class SchemaGrammarError(ValueError):
 
 
 class NoValue(Exception):
-    """The (sub)schema accepts nothing; the caller decides whether that is an error."""
+    """The (sub)schema at `where` accepts nothing; the caller decides whether that is an error."""
+
+    def __init__(self, where: str, reason: str = "no value fits") -> None:
+        super().__init__(f"{where}: {reason}")
+        self.where = where
+        self.reason = reason
 
 
 ANNOTATIONS = {
@@ -59,6 +64,7 @@ OBJECT_KEYS = {
     "dependencies",
     "unevaluatedProperties",
 }
+TYPED_KEYS = STRING_KEYS | NUMBER_KEYS | ARRAY_KEYS | OBJECT_KEYS  # keywords that apply to one type only
 APPLICATORS = {"not", "if", "then", "else"}
 # Keywords the grammar leaves to the validation after parsing, by type.
 UNSUPPORTED = {
@@ -89,6 +95,19 @@ def has_type(value: Any, kind: str) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     python = {"string": str, "boolean": bool, "null": type(None), "array": list, "object": dict}[kind]
     return isinstance(value, python)
+
+
+def json_equal(first: Any, second: Any) -> bool:
+    """JSON equality: 1 equals 1.0, but true is not 1 (Python says it is)."""
+    if isinstance(first, bool) or isinstance(second, bool):
+        return type(first) is type(second) and first == second
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(json_equal(first[k], second[k]) for k in first)
+    if isinstance(first, list) and isinstance(second, list):
+        return len(first) == len(second) and all(map(json_equal, first, second))
+    if has_type(first, "number") and has_type(second, "number"):
+        return first == second
+    return type(first) is type(second) and first == second
 
 
 def count(schema: dict[str, Any], key: str, default: int | None, where: str) -> int | None:
