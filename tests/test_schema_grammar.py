@@ -591,3 +591,49 @@ def test_an_empty_pointer_segment_is_the_empty_key() -> None:
         "properties": {"p": {"$ref": "#/$defs//$defs/x"}},
     }
     assert accepts(schema, '{"p": "s"}') and not accepts(schema, '{"p": 1}')
+
+
+# ---------------------------------------------------------------- any JSON as a schema
+
+_WORDS = st.sampled_from(
+    [
+        "string",
+        "integer",
+        "number",
+        "object",
+        "array",
+        "boolean",
+        "null",
+        "dict",
+        "#",
+        "#/$defs/a",
+        "",
+        "a",
+        "é",
+    ]
+)
+_KEYWORDS = st.sampled_from(
+    [
+        "type", "properties", "required", "items", "prefixItems", "additionalItems", "enum", "const",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern",
+        "format", "$ref", "$defs", "allOf", "anyOf", "oneOf", "not", "additionalProperties",
+        "patternProperties", "nullable", "minItems", "maxItems", "a",
+    ]
+)  # fmt: skip
+_ANY_SCHEMA = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 12) | st.sampled_from([0.5, 1e300, -1e20]) | _WORDS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYWORDS | _WORDS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ANY_SCHEMA)
+def test_any_json_is_a_grammar_or_one_schema_error(schema: object) -> None:
+    try:
+        grammar = schema_grammar(schema, GrammarLimits(max_string_length=50, max_array_items=4))
+    except SchemaGrammarError as error:
+        assert "\n" not in str(error) and str(error).startswith("#"), error
+        return
+    assert check_lark(grammar) == [], grammar
+    assert check_llguidance(grammar) == [], grammar

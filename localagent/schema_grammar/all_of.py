@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from localagent.schema_grammar.keywords import ANNOTATIONS, NoValue, SchemaGrammarError, json_equal
+from localagent.schema_grammar.keywords import (
+    ANNOTATIONS,
+    NoValue,
+    SchemaGrammarError,
+    declared_types,
+    has_type,
+    json_equal,
+)
 
 Note = Callable[[str, str], None]  # (where, message): records a keyword the result only approximates
 
@@ -118,9 +125,8 @@ class _Merger:
         if key in ANNOTATIONS or old == new:
             return old
         if key == "type":
-            kept = [
-                t for t in dict.fromkeys(_as_list(old) + _as_list(new)) if _allows(old, t) and _allows(new, t)
-            ]
+            old, new = declared_types(old, where), declared_types(new, where)
+            kept = [t for t in dict.fromkeys(old + new) if _allows(old, t) and _allows(new, t)]
             if not kept:
                 raise NoValue(where, f"the `allOf` members have no type in common ({old} and {new})")
             return kept
@@ -134,10 +140,11 @@ class _Merger:
             both = {**old, **new}
             return {k: {"allOf": [old[k], new[k]]} if k in old and k in new else v for k, v in both.items()}
         if key == "required" and isinstance(old, list) and isinstance(new, list):
-            return list(dict.fromkeys(old + new))
-        if key in ("minimum", "minLength", "minItems", "exclusiveMinimum", "minProperties"):
+            return [*old, *(name for name in new if name not in old)]
+        both_numbers = has_type(old, "number") and has_type(new, "number")
+        if key in ("minimum", "minLength", "minItems", "exclusiveMinimum", "minProperties") and both_numbers:
             return max(old, new)
-        if key in ("maximum", "maxLength", "maxItems", "exclusiveMaximum", "maxProperties"):
+        if key in ("maximum", "maxLength", "maxItems", "exclusiveMaximum", "maxProperties") and both_numbers:
             return min(old, new)
         if key == "additionalProperties" and (old is False or new is False):
             self.note(

@@ -54,6 +54,7 @@ from localagent.schema_grammar.keywords import (
     SchemaGrammarError,
     bound,
     count,
+    declared_types,
     has_type,
     json_equal,
     json_text,
@@ -260,18 +261,9 @@ class _Converter:
     @staticmethod
     def types(schema: dict[str, Any], where: str) -> list[str] | None:
         """The declared types (None when there is no `type`), without `integer` when `number` is there."""
-        declared = schema.get("type")
-        if declared is None:
+        if "type" not in schema:
             return None
-        listed = declared if isinstance(declared, list) else [declared]
-        for t in listed:
-            if not isinstance(t, str):
-                raise SchemaGrammarError(f"{where}: `type` must be a string or a list of strings, not {t!r}")
-            if t not in TYPES:
-                raise SchemaGrammarError(f"{where}: unknown type {t!r}; expected one of {', '.join(TYPES)}")
-        if not listed:
-            raise SchemaGrammarError(f"{where}: `type` is an empty list")
-        unique = list(dict.fromkeys(listed))
+        unique = declared_types(schema["type"], where)
         if "number" in unique and "integer" in unique:
             unique.remove("integer")
         return unique
@@ -295,11 +287,11 @@ class _Converter:
 
     def visit_ref(self, schema: dict[str, Any], name: str, where: str) -> str:
         ref = schema["$ref"]
+        if not isinstance(ref, str):
+            raise SchemaGrammarError(f"{where}: `$ref` must be a string, not {ref!r}")
         siblings = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
         if siblings:
             return self.visit({"allOf": [{"$ref": ref}, siblings]}, name, where)
-        if not isinstance(ref, str):
-            raise SchemaGrammarError(f"{where}: `$ref` must be a string, not {ref!r}")
         if ref in self.refs:
             known = self.refs[ref]
             if known is None:
@@ -393,6 +385,8 @@ class _Converter:
             except UnsupportedPattern as error:
                 self.note(where, f"`pattern` {pattern!r} is not enforced ({error})")
                 return None
+        if not isinstance(fmt, str):
+            raise SchemaGrammarError(f"{where}: `format` must be a string, not {fmt!r}")
         if fmt in FORMATS:
             return f'"{FORMATS[fmt]}"'
         self.note(where, f"`format` {fmt!r} is not enforced")

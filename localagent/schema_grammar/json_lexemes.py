@@ -102,7 +102,8 @@ def number_regex(value: float) -> Node:
         value = int(value)
     if isinstance(value, int):
         zeros = Repeat(RegexConcat((literal("."), Repeat(CharSet.char("0"), 1, 16))), 0, 1)
-        return RegexConcat((literal(str(value)), zeros))
+        sign = Repeat(CharSet.char("-"), 0, 1) if value == 0 else literal("")  # -0 is 0
+        return RegexConcat((sign, literal(str(value)), zeros))
     return literal(json.dumps(value))
 
 
