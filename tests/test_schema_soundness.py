@@ -28,7 +28,16 @@ from hypothesis.errors import HypothesisWarning, InvalidArgument, Unsatisfiable
 from hypothesis_jsonschema import from_schema
 
 from localagent.evaluation.bfcl_functions import bfcl_to_json_schema, load_questions
-from localagent.schema_grammar.compiler import GrammarLimits, SchemaGrammarError, schema_grammar
+from localagent.schema_grammar.compiler import (
+    GrammarLimits,
+    SchemaGrammarError,
+    render_rules,
+    schema_grammar,
+    schema_rules,
+    shared_rules,
+)
+from localagent.tools.base import InvalidArguments, jsonschema_validator
+from localagent.tools.spec import ToolSpec, schema_problem
 
 LIMITS = GrammarLimits(max_any_depth=5)
 FORMATS = {"uuid": st.uuids().map(str)}
@@ -394,3 +403,41 @@ def test_grammar_accepts_every_value_of_a_generated_schema(schema: Any, data: st
     for value in values:
         if validator.is_valid(value) and within_limits(value):
             assert accepted(matcher, value, known), f"{value!r} fits {schema}"
+
+
+# ---------------------------------------------------------------- what the grammar only approximates
+
+LOOSE = [
+    ({"type": "number", "minimum": 1.5}, "1.0"),
+    ({"type": "integer", "multipleOf": 5}, "7"),
+    ({"type": "array", "uniqueItems": True}, "[1, 1]"),
+    ({"type": "array", "contains": {"const": 1}}, "[2]"),
+    ({"type": "string", "pattern": "^(a)\\1$"}, '"zz"'),
+    ({"type": "string", "pattern": "^a+$", "minLength": 3}, '"a"'),
+    ({"type": "string", "format": "email"}, '"x"'),
+    ({"not": {"type": "string"}}, '"x"'),
+    ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, "1"),
+    ({"allOf": [{"type": "string", "pattern": "a"}, {"pattern": "b"}]}, '"a"'),
+    ({"type": "object", "minProperties": 1}, "{}"),
+    (
+        {"type": "object", "patternProperties": {"^x_": {"type": "string"}}, "additionalProperties": False},
+        '{"x_a": 1}',
+    ),
+    ({"type": "object", "properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}}, '{"a": 1}'),
+]
+
+
+@pytest.mark.parametrize(("schema", "text"), LOOSE, ids=[json.dumps(schema) for schema, _ in LOOSE])
+def test_what_the_grammar_only_approximates_the_tool_validator_refuses(schema: Any, text: str) -> None:
+    """A hand-written schema's looser rules are backed by the validator every tool call goes through."""
+    parameters = {"type": "object", "properties": {"v": schema}, "required": ["v"]}
+    spec = ToolSpec(name="t", parameters=parameters)
+    assert schema_problem(spec) is None
+    converted = schema_rules(parameters, "t", root_type="object")
+    grammar = render_rules({"start": "t", **converted.rules, **shared_rules()})
+    arguments = f'{{"v": {text}}}'
+    assert consume_text(matcher := byte_matcher(grammar), arguments) and matcher.is_accepting()
+    if schema.get("format") != "email":  # a format JSON Schema only annotates: noted, not enforced
+        with pytest.raises(InvalidArguments):
+            jsonschema_validator(spec.parameters)(json.loads(arguments))
+    assert converted.loose, "an approximation the grammar does not report"
