@@ -16,15 +16,14 @@ Choices that narrow what the schema allows, so that a small model writes one pla
   depth of untyped values);
 - `format` date, time, date-time and uuid are written in their RFC 3339 / RFC 4122 form.
 
-The JSON lexemes are in `json_lexemes.py`, integer ranges in `integer_ranges.py`, object bodies in
-`object_rules.py`, array bodies in `array_rules.py`, `allOf` merging in `all_of.py` and the keyword
-vocabulary in `keywords.py`.
+The JSON lexemes are in `json_lexemes.py`, bounded numbers and `enum` values in `scalar_rules.py`
+(integer ranges in `integer_ranges.py`), object bodies in `object_rules.py`, array bodies in
+`array_rules.py`, `allOf` merging in `all_of.py`, the keyword vocabulary in `keywords.py` and the
+Gorilla/BFCL dialect in `dialect.py`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,12 +33,8 @@ from localagent.schema_grammar.array_rules import array_body
 from localagent.schema_grammar.integer_ranges import integer_range_regex
 from localagent.schema_grammar.json_lexemes import (
     DEFAULT_LIMITS,
-    INT_LIMIT,
-    NUMBER_REGEX,
-    ZERO_FRACTION,
     GrammarLimits,
     lark_literal,
-    layout_regex,
     repeat,
     shared_rules,
 )
@@ -52,11 +47,8 @@ from localagent.schema_grammar.keywords import (
     UNSUPPORTED,
     NoValue,
     SchemaGrammarError,
-    bound,
     count,
     declared_types,
-    has_type,
-    json_equal,
     json_text,
     pointer,
 )
@@ -74,8 +66,8 @@ from localagent.schema_grammar.regex_syntax import (
     parse_regex,
     to_regex,
 )
-from localagent.schema_grammar.regex_syntax import Alt as RegexAlt
 from localagent.schema_grammar.regex_syntax import Concat as RegexConcat
+from localagent.schema_grammar.scalar_rules import enum_rule, integer_rule, number_rule
 
 __all__ = [
     "GrammarLimits",
@@ -337,19 +329,7 @@ class _Converter:
     # -- enum and const
 
     def visit_enum(self, schema: dict[str, Any], name: str, where: str) -> str:
-        values = _enum_values(schema, where)
-        types = self.types(schema, where)
-        if types is not None:
-            values = [v for v in values if any(has_type(v, t) for t in types)]
-        if not values:
-            raise NoValue(where, "no `enum` or `const` value has the schema's type")
-        texts = sorted({json_text(v, where) for v in values}, key=lambda t: (-len(t), t))
-        plain = [t for t in texts if isinstance(json.loads(t), str | bool) or t == "null"]
-        nodes = [layout_regex(json.loads(text)) for text in texts if text not in plain]
-        options = [lark_literal(text) for text in plain]
-        if nodes:  # numbers (`-2` is also `-2.0`), arrays and objects, with the layout's spaces
-            options.append(f"/{to_regex(RegexAlt(tuple(nodes)) if len(nodes) > 1 else nodes[0])}/")
-        return self.terminal(name, " | ".join(options))
+        return self.terminal(name, enum_rule(schema, self.types(schema, where), where))
 
     # -- strings
 
@@ -400,31 +380,14 @@ class _Converter:
     # -- numbers
 
     def visit_integer(self, schema: dict[str, Any], name: str, where: str) -> str:
-        low = bound(schema, "minimum", "exclusiveMinimum", where)
-        high = bound(schema, "maximum", "exclusiveMaximum", where)
-        if low is None and high is None:
-            return "JSON_INTEGER"
-        lowest = -math.inf if low is None else (math.floor(low[0]) + 1 if low[1] else math.ceil(low[0]))
-        highest = math.inf if high is None else (math.ceil(high[0]) - 1 if high[1] else math.floor(high[0]))
-        if lowest > highest:
-            raise NoValue(where, "no integer lies between `minimum` and `maximum`")
-        lowest, highest = max(lowest, -INT_LIMIT), min(highest, INT_LIMIT)
-        if lowest > highest:
-            raise NoValue(where, f"every integer allowed has more than {len(str(INT_LIMIT))} digits")
-        return self.terminal(name, f"/(?:{integer_range_regex(int(lowest), int(highest))}){ZERO_FRACTION}/")
+        body = integer_rule(schema, where)
+        return body if body == "JSON_INTEGER" else self.terminal(name, body)
 
     def visit_number(self, schema: dict[str, Any], name: str, where: str) -> str:
-        low = bound(schema, "minimum", "exclusiveMinimum", where)
-        high = bound(schema, "maximum", "exclusiveMaximum", where)
-        if low is None and high is None:
-            return "JSON_NUMBER"
-        if low is not None and high is not None and _empty_interval(low, high):
-            raise NoValue(where, "no number lies between `minimum` and `maximum`")
-        if not (high is None and low == (0, False)):  # the grammar enforces only `minimum: 0` exactly
+        body, exact = number_rule(schema, where)
+        if not exact:
             self.note(where, "number bounds are checked after parsing, not by the grammar")
-        if low is not None and low[0] >= 0:
-            return self.terminal(name, f"/{NUMBER_REGEX.removeprefix('-?')}/")
-        return "JSON_NUMBER"
+        return body if body == "JSON_NUMBER" else self.terminal(name, body)
 
     # -- arrays
 
@@ -524,27 +487,9 @@ class _Converter:
         return self.define_rule(f"{rule}_extra", f"{key} JSON_COLON {value}")
 
 
-def _empty_interval(low: tuple[float, bool], high: tuple[float, bool]) -> bool:
-    """Whether no number lies between two (value, is_exclusive) bounds."""
-    return low[0] > high[0] or (low[0] == high[0] and (low[1] or high[1]))
-
-
 def _exclusive_types(options: list[Any]) -> bool:
     """Whether the `oneOf` options each declare one type, no two of them overlapping."""
     kinds = [o.get("type") if isinstance(o, dict) else None for o in options]
     if not all(isinstance(k, str) for k in kinds) or len(set(kinds)) != len(kinds):
         return False
     return not {"integer", "number"} <= set(kinds)
-
-
-def _enum_values(schema: dict[str, Any], where: str) -> list[Any]:
-    if "enum" in schema:
-        values = schema["enum"]
-        if not isinstance(values, list):
-            raise SchemaGrammarError(f"{where}: `enum` must be a list")
-        if not values:
-            raise NoValue(where, "`enum` is empty")
-        if "const" in schema:
-            values = [v for v in values if json_equal(v, schema["const"])]
-        return values
-    return [schema["const"]]
