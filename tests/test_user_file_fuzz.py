@@ -554,3 +554,54 @@ def test_end_to_end_in_a_real_process(tmp_path: Path, args: list[str], message: 
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+USER_TOOLS = """
+from localagent.tools.base import Tool
+from localagent.tools.spec import ToolSpec
+
+area = Tool.from_spec(
+    ToolSpec(name="area", parameters={"type": "dict", "properties": {"base": {"type": "float"}}}),
+    lambda base=1.0: str(base * 2),
+)
+never = {"type": "object", "properties": {"x": {"enum": []}}, "required": ["x"]}
+broken = Tool.from_spec(ToolSpec(name="broken", parameters=never), lambda x: x)
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_run_and_chat_refuse_a_user_tool_whose_schema_cannot_serve(tmp_path: Path, command: str) -> None:
+    (tmp_path / "user_tools.py").write_text(USER_TOOLS)
+    script = write(tmp_path, "script.json", json.dumps(["Thought: t\nFinal Answer: 2"]).encode())
+    args = [command, *(["x"] if command == "run" else []), "--tools", f"{tmp_path / 'user_tools.py'}:broken"]
+    outcome = invoke([*args, "--model", f"script:{script}", "--workspace", str(tmp_path)], stdin="/quit\n")
+    assert outcome.code == 2 and outcome.problems() == [], outcome
+    assert "tool 'broken'" in outcome.stderr and "#/properties/x: `enum` is empty" in outcome.stderr
+
+
+def test_run_says_once_that_a_user_tool_was_read_from_the_bfcl_dialect(tmp_path: Path) -> None:
+    (tmp_path / "user_tools.py").write_text(USER_TOOLS)
+    replies = ['Thought: t\nAction: area\nAction Input: {"base": 2}\n', "Thought: t\nFinal Answer: 4"]
+    script = write(tmp_path, "script.json", json.dumps(replies).encode())
+    args = ["run", "x", "--tools", f"{tmp_path / 'user_tools.py'}:area", "--model", f"script:{script}"]
+    outcome = invoke([*args, "--workspace", str(tmp_path), "--transcript", str(tmp_path / "t.jsonl")])
+    assert outcome.code == 0 and outcome.stdout == "4\n", outcome
+    notes = [line for line in outcome.stderr.splitlines() if "Gorilla/BFCL" in line]
+    assert len(notes) == 1 and "dict→object, float→number" in notes[0]
+
+
+def test_eval_bfcl_refuses_a_data_folder_with_a_schema_that_cannot_serve(tmp_path: Path) -> None:
+    function = {"name": "f", "parameters": {"type": "dict", "properties": {"n": {"type": "kaboom"}}}}
+    question = {"id": "simple_0", "question": [[{"role": "user", "content": "q"}]], "function": [function]}
+    (tmp_path / "BFCL_v3_simple.json").write_text(json.dumps(question) + "\n")
+    (tmp_path / "possible_answer").mkdir()
+    (tmp_path / "possible_answer" / "BFCL_v3_simple.json").write_text(
+        json.dumps({"id": "simple_0", "ground_truth": [{"f": {"n": [1]}}]}) + "\n"
+    )
+    outcome = invoke(["eval", "bfcl", "--data", str(tmp_path), "--category", "simple"])
+    assert outcome.code == 2 and outcome.problems() == [], outcome
+    assert "question simple_0: tool 'f': #/properties/n: unknown type 'kaboom'" in outcome.stderr
+    (tmp_path / "BFCL_v3_simple.json").write_text('{"id": "simple_0", "function": 3}\n')
+    outcome = invoke(["eval", "bfcl", "--data", str(tmp_path), "--category", "simple"])
+    assert outcome.code == 2 and outcome.problems() == [], outcome
+    assert "BFCL_v3_simple.json, line 1: not a BFCL question" in outcome.stderr

@@ -3,7 +3,9 @@
 The Berkeley Function Calling Leaderboard and the Gorilla tool sets write Python type names in `type`
 (`dict`, `float`, `tuple`, `any`) and flag parameters with a non-standard `optional` (the `required`
 list decides). Published tool sets copy them, so they are read as object, number, array and no
-constraint, in every subschema.
+constraint, in every subschema. The BFCL data's other quirks need no mapping: `required` may name a
+parameter missing from `properties` (it takes any value), `minItems`/`maxItems` may sit on a non-array
+(JSON Schema ignores them there), and a `default` may not fit its type (it is only an annotation).
 """
 
 from __future__ import annotations
