@@ -118,6 +118,8 @@ def _read_config(path: Path) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"config file {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"config file {path} is not valid TOML: {error}") from None
     unknown = sorted(set(data) - set(FIELDS))

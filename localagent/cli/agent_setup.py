@@ -21,6 +21,7 @@ from localagent.runner import Runner, RunnerSettings
 from localagent.settings import Settings
 from localagent.tools.files import workspace_listing
 from localagent.tools.loading import select_tools
+from localagent.tools.spec import dialect_note
 from localagent.tools.workspace import Workspace
 from localagent.transcript import Transcript, default_transcript_path
 
@@ -68,6 +69,9 @@ def open_agent(
     workspace_root = Workspace(workspace.resolve())
     tools = select_tools(settings.tools, workspace_root)
     display = RunDisplay(sys.stderr)
+    dialect = dialect_note([tool.spec for tool in tools])
+    if dialect and show:
+        display.notice(dialect)
     progress = ProgressReporter(enabled=show)
     if not settings.api_base and not settings.model.startswith("script:"):
         progress.stage(f"loading {settings.model}")

@@ -11,6 +11,7 @@ import click
 
 from localagent.cancel import CancelToken
 from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent, opening_messages
+from localagent.cli.display import shorten
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.options import backend_options
 from localagent.messages import HISTORY
@@ -81,7 +82,7 @@ def report(result: RunResult, transcript: Path, *, as_json: bool) -> None:
     if result.answer:
         click.echo(result.answer)
     if result.status != "final":
-        reason = f": {result.error}" if result.error else ""
+        reason = f": {shorten(result.error)}" if result.error else ""  # one line; the transcript has it all
         click.echo(
             f"localagent: run ended with status {result.status}{reason} (transcript: {transcript})", err=True
         )

@@ -27,6 +27,7 @@ from localagent.errors import LocalagentError
 from localagent.tools.base import Tool
 from localagent.tools.calculator import calculator_tool
 from localagent.tools.files import FileTools
+from localagent.tools.spec import schema_problem
 from localagent.tools.workspace import Workspace
 
 DEFAULT_TOOLS: tuple[str, ...] = ("list_dir", "read_file", "search_text", "calculator")
@@ -103,7 +104,11 @@ def load_user_tool(reference: str) -> Tool:
         names = sorted(name for name, value in vars(module).items() if _looks_like_tool(name, value))
         found = f"; it has: {', '.join(names[:12])}" if names else ""
         raise ToolLoadError(f"{module_name} has no attribute {attribute!r}{found}") from None
-    return _as_tool(target, reference, attribute)
+    tool = _as_tool(target, reference, attribute)
+    problem = schema_problem(tool.spec)
+    if problem is not None:
+        raise ToolLoadError(f"the schema of tool {tool.name!r} ({reference}) cannot serve: {problem}")
+    return tool
 
 
 def _as_tool(target: Any, reference: str, attribute: str) -> Tool:
