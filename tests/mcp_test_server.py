@@ -2,6 +2,7 @@
 
     python tests/mcp_test_server.py [--clash] [--bad-schema] [--hang-at-start] [--exit-at-start]
 
+It writes its process id to PID_FILE when that variable is set.
 Tools: `add` and `shout` (read-only), `note` (changes things: writes NOTE_FILE), `fail` (answers with an
 error result), `crash` (the process dies mid-call), `sleep` (answers after a while), `image` (a
 non-text result). `--clash` adds a tool named `read_file`, as the built-in one; `--bad-schema` adds a
@@ -73,6 +74,8 @@ def odd(value: str) -> str:
 
 if __name__ == "__main__":
     flags = set(sys.argv[1:])
+    if "PID_FILE" in os.environ:
+        Path(os.environ["PID_FILE"]).write_text(str(os.getpid()), encoding="utf-8")
     if "--exit-at-start" in flags:
         sys.exit("test server: cannot start, on purpose")
     if "--hang-at-start" in flags:
@@ -83,5 +86,11 @@ if __name__ == "__main__":
         server.tool(annotations=READ_ONLY)(odd)
         registered = server._tool_manager.get_tool("odd")
         assert registered is not None
-        registered.parameters = {"type": "object", "properties": {"value": {"type": "color"}}}
+        # Valid JSON Schema, but no value fits it: no grammar can be made for it.
+        contradiction = {"allOf": [{"type": "string"}, {"type": "integer"}]}
+        registered.parameters = {
+            "type": "object",
+            "properties": {"value": contradiction},
+            "required": ["value"],
+        }
     server.run("stdio")

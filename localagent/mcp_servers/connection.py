@@ -102,9 +102,9 @@ class McpConnection:
     def wait_started(self, started: concurrent.futures.Future[list[mcp_types.Tool]]) -> list[mcp_types.Tool]:
         try:
             # The SDK stops a server that misses the timeout itself; this only guards against a hang.
-            return self._events.wait(started, self.spec.timeout + SHUTDOWN_SECONDS)
+            return self._events.wait(started, self.spec.start_timeout + SHUTDOWN_SECONDS)
         except TimeoutError:
-            raise McpServerError(f"{self.label} did not start within {self.spec.timeout:g} s") from None
+            raise McpServerError(self._start_timed_out()) from None
 
     def call(self, name: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
         """Call one tool; every failure is a ToolError whose message the model reads."""
@@ -153,9 +153,9 @@ class McpConnection:
         try:
             async with (
                 stdio_client(parameters, errlog=self._stderr) as (read, write),
-                ClientSession(read, write, read_timeout_seconds=self.spec.timeout) as session,
+                ClientSession(read, write) as session,
             ):
-                with anyio.fail_after(self.spec.timeout):
+                with anyio.fail_after(self.spec.start_timeout):
                     await session.initialize()
                     tools = await _all_tools(session)
                 self._session = session
@@ -177,7 +177,7 @@ class McpConnection:
         if isinstance(error, PermissionError):
             return f"{self.label} will not start: {self.spec.command!r} cannot be run"
         if isinstance(error, TimeoutError):
-            return f"{self.label} did not start within {self.spec.timeout:g} s"
+            return self._start_timed_out()
         said = self.last_stderr_line()
         detail = f": {said}" if said else f" ({_one_line(error)})"
         return f"{self.label} stopped before it was ready{detail}"
@@ -190,6 +190,9 @@ class McpConnection:
         if error.error.code == mcp_types.REQUEST_TIMEOUT:
             return self._timed_out()
         return f"{self.label} refused the call: {error.error.message}"
+
+    def _start_timed_out(self) -> str:
+        return f"{self.label} did not start within {self.spec.start_timeout:g} s"
 
     def _timed_out(self) -> str:
         return f"{self.label} did not answer within {self.spec.timeout:g} s"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import PurePath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -25,8 +26,9 @@ class McpServer(BaseModel):
         "", description="Put before each of its tool names, e.g. 'time_', so they clash with no other tool."
     )
     name: str | None = Field(None, description="What messages call the server. [default: its command]")
-    timeout: float = Field(
-        30.0, gt=0, le=3600, description="Seconds the server may take to start, and to answer one call."
+    timeout: float = Field(30.0, gt=0, le=3600, description="Seconds the server may take to answer one call.")
+    start_timeout: float = Field(
+        60.0, gt=0, le=3600, description="Seconds the server may take to start and list its tools."
     )
 
     @model_validator(mode="before")
@@ -46,7 +48,8 @@ class McpServer(BaseModel):
 
     @property
     def label(self) -> str:
-        return self.name or shlex.join([self.command, *self.args])
+        """`name`, or the command line with the program's directory left out."""
+        return self.name or shlex.join([PurePath(self.command).name, *self.args])
 
     def tool_name(self, name: str) -> str | None:
         """The name the agent gives the server's tool `name`, or None when no model could call it."""

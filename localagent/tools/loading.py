@@ -87,7 +87,7 @@ def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
 
 def _tools_for(item: ToolItem, builtins: dict[str, Tool]) -> list[Tool]:
     if not isinstance(item, str):
-        name = getattr(item, "__name__", None) or type(item).__name__
+        name = getattr(item, "__name__", None) or repr(item)
         return [_as_tool(item, name, name)]
     if item == "default":
         return [builtins[name] for name in DEFAULT_TOOLS]
