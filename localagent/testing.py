@@ -9,7 +9,7 @@ every test without an import. The rest is imported as usual:
     def test_word_count(scripted_model, tmp_path):
         model = scripted_model([call("word_count", {"text": "to be or not"}), answer("4 words")])
         result = Agent(model=model, tools=[word_count], workspace=tmp_path).run("Count the words")
-        assert result.messages[-2].content == "4"       # what the tool returned
+        assert result.messages[-2].content.startswith("4")  # what the tool returned
 
     def test_the_grammar_takes_a_call():
         assert_grammar_accepts([word_count], call("word_count", {"text": "a"}))
@@ -102,7 +102,8 @@ def assert_grammar_accepts(
     reply_format = reply_format or ReactFormat()
     grammar = reply_grammar(tools, tool_choice, reply_format)
     refusing = [engine for engine in engines if not _accepts(engine, grammar, reply)]
-    assert not refusing, f"{', '.join(refusing)} refused {reply!r} under the grammar:\n{grammar.lark}"
+    if refusing:
+        raise AssertionError(f"{', '.join(refusing)} refused {reply!r} under the grammar:\n{grammar.lark}")
     try:
         parsed = reply_format.parse(
             reply, _specs(tools), _choice(tool_choice), constrained=True, cut_off=False, token_limit=None
@@ -125,7 +126,8 @@ def assert_grammar_rejects(
     """Assert no engine lets a model write `reply` under the grammar for `tools`."""
     grammar = reply_grammar(tools, tool_choice, reply_format)
     accepting = [engine for engine in engines if _accepts(engine, grammar, reply)]
-    assert not accepting, f"{', '.join(accepting)} accepted {reply!r} under the grammar:\n{grammar.lark}"
+    if accepting:
+        raise AssertionError(f"{', '.join(accepting)} accepted {reply!r} under the grammar:\n{grammar.lark}")
 
 
 def _specs(tools: ToolsArgument) -> list[ToolSpec]:
