@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,13 +17,28 @@ from typing import Any
 import pytest
 
 from localagent import Agent, McpServer
+from localagent.backends.decoding import LlamaSession
+from localagent.backends.local_turn import open_local_turn
 from localagent.backends.scripted import ScriptedTurn
+from localagent.cancel import CancelToken
 from localagent.events import RunFinished, ToolStarted
-from localagent.messages import Message, ToolMessage, ToolRequest
+from localagent.messages import (
+    AssistantMessage,
+    Final,
+    Message,
+    NamedToolChoice,
+    ToolChoice,
+    ToolMessage,
+    ToolRequest,
+    ToolRequests,
+)
+from localagent.models import ResolvedModel
 from localagent.settings import load_settings
 from localagent.testing import answer, call
 from localagent.tools.base import Tool
+from localagent.tools.spec import ToolSpec
 from localagent.transcript import read_messages
+from localagent.turn import ModelTurn
 
 SERVER = str(Path(__file__).parent / "mcp_test_server.py")
 PYTHON = sys.executable
@@ -293,3 +308,45 @@ def test_eval_tasks_offers_the_servers_tools_to_every_task(tmp_path: Path) -> No
     assert report["success"] and report["tool_calls"] == 1
     messages = read_messages(folder / f"{task.id}.jsonl")
     assert [m.content.split("\n[")[0] for m in messages if isinstance(m, ToolMessage)] == ["3"]
+
+
+@dataclass
+class FirstCallTo:
+    """The model, told to call `tool` on its first step (a named tool choice); later steps are its own."""
+
+    turn: ModelTurn
+    tool: str
+    name: str = "first-call"
+
+    def __call__(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        cancel: CancelToken,
+        on_event: Any = None,
+    ) -> Final | ToolRequests:
+        first = not any(isinstance(message, AssistantMessage) for message in messages)
+        choice = NamedToolChoice(name=self.tool) if first and tool_choice == "auto" else tool_choice
+        return self.turn(messages, tools, choice, cancel, on_event)
+
+
+@pytest.mark.slow
+def test_the_embedded_model_calls_an_mcp_tool_and_answers(
+    embedded_model: ResolvedModel, llama_session: LlamaSession, tmp_path: Path
+) -> None:
+    model = FirstCallTo(open_local_turn(embedded_model, session=llama_session), "add")
+    servers = [server_spec(name="test")]
+    with Agent(model=model, tools="none", mcp=servers, workspace=tmp_path, max_steps=3) as agent:
+        result = agent.run("What is 2 plus 3? Use the add tool.")
+    calls = [
+        request for m in result.messages if isinstance(m, AssistantMessage) for request in m.tool_requests
+    ]
+    # The grammar made from the server's schema shaped the call; the server's answer came back.
+    assert calls[0].name == "add" and calls[0].arguments is not None
+    arguments = calls[0].arguments
+    assert set(arguments) == {"a", "b"} and all(isinstance(value, int) for value in arguments.values())
+    observation = next(m for m in result.messages if isinstance(m, ToolMessage))
+    assert not observation.is_error
+    assert observation.content.split("\n")[0] == str(arguments["a"] + arguments["b"])
+    assert result.status == "final" and result.answer
