@@ -282,9 +282,7 @@ class Agent:
                 raise TranscriptPathError(
                     f"cannot write the transcript to {target}: {error.strerror}"
                 ) from None
-        self._transcript.write_note(
-            "settings", backend=turn.name, settings=self.settings.model_dump(mode="json")
-        )
+        self._transcript.write_note("settings", backend=turn.name, settings=self.settings.record())
 
     def _notice(self, text: str) -> None:
         """Something the person should know that is not an error: shown once, kept in the transcript."""

@@ -92,6 +92,14 @@ class Settings(BaseModel):
         json_schema_extra={"metavar": "'COMMAND ARGS…'"},
     )
 
+    def record(self) -> dict[str, Any]:
+        """The settings as JSON for a transcript or a report, without the values of the MCP servers'
+        environment variables: they often hold keys."""
+        values = self.model_dump(mode="json")
+        for server in values["mcp"]:
+            server["env"] = dict.fromkeys(server["env"], "(not shown)")
+        return values
+
     @field_validator("mcp", mode="before")
     @classmethod
     def _one_server(cls, value: Any) -> Any:

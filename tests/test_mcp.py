@@ -290,6 +290,8 @@ def test_a_server_that_crashes_mid_run_answers_with_tool_errors(tmp_path: Path) 
     assert tool_contents(messages) == [stopped, stopped]
     kept: list[Message] = read_messages(transcript)
     assert [m.content.split("\n[")[0] for m in kept if isinstance(m, ToolMessage)] == [stopped, stopped]
+    settings = json.loads(transcript.read_text().splitlines()[0])["settings"]
+    assert settings["mcp"][0]["env"] == {"NOTE_FILE": "(not shown)"}  # a server's variables may be keys
 
 
 def test_eval_tasks_offers_the_servers_tools_to_every_task(tmp_path: Path) -> None:

@@ -105,7 +105,7 @@ def tasks(
     if as_json:
         payload = {
             "backend": backend,
-            "settings": settings.model_dump(mode="json"),
+            "settings": settings.record(),
             "transcripts": str(folder),
             "cancelled": outcome.cancelled,
             **outcome.summary(),
