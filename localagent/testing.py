@@ -100,10 +100,7 @@ def assert_grammar_accepts(
     from localagent.formats.react import ReactFormat
 
     reply_format = reply_format or ReactFormat()
-    grammar = reply_grammar(tools, tool_choice, reply_format)
-    refusing = [engine for engine in engines if not _accepts(engine, grammar, reply)]
-    if refusing:
-        raise AssertionError(f"{', '.join(refusing)} refused {reply!r} under the grammar:\n{grammar.lark}")
+    _judge(reply_grammar(tools, tool_choice, reply_format), reply, engines, accept=True)
     try:
         parsed = reply_format.parse(
             reply, _specs(tools), _choice(tool_choice), constrained=True, cut_off=False, token_limit=None
@@ -124,10 +121,14 @@ def assert_grammar_rejects(
     engines: Sequence[Engine] = ("lark", "llguidance"),
 ) -> None:
     """Assert no engine lets a model write `reply` under the grammar for `tools`."""
-    grammar = reply_grammar(tools, tool_choice, reply_format)
-    accepting = [engine for engine in engines if _accepts(engine, grammar, reply)]
-    if accepting:
-        raise AssertionError(f"{', '.join(accepting)} accepted {reply!r} under the grammar:\n{grammar.lark}")
+    _judge(reply_grammar(tools, tool_choice, reply_format), reply, engines, accept=False)
+
+
+def _judge(grammar: ReplyGrammar, reply: str, engines: Sequence[Engine], *, accept: bool) -> None:
+    wrong = [engine for engine in engines if _accepts(engine, grammar, reply) != accept]
+    if wrong:
+        verdict = "refused" if accept else "accepted"
+        raise AssertionError(f"{', '.join(wrong)} {verdict} {reply!r} under the grammar:\n{grammar.lark}")
 
 
 def _specs(tools: ToolsArgument) -> list[ToolSpec]:
