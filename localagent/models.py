@@ -1,8 +1,8 @@
 """The model registry (models.txt) and where models live on disk.
 
 A model lives in the user cache as NAME.gguf, checked by size and sha256 when it is written. A model
-whose packages are installed in this Python (the default and the embedded Gemma) is assembled from their files on
-first use, offline; any other is fetched by `localagent models pull NAME` (model_fetch.py).
+whose packages are installed in this Python (the default and the embedded Gemma) is assembled from
+their files on first use, offline; any other is fetched by `localagent models pull NAME`.
 """
 
 from __future__ import annotations
