@@ -9,14 +9,7 @@ from typing import Literal, Protocol
 
 from localagent.errors import LocalagentError
 from localagent.events import TurnEventSink
-from localagent.messages import (
-    Final,
-    Message,
-    NamedToolChoice,
-    ToolChoice,
-    ToolRequests,
-    describe_tool_choice,
-)
+from localagent.messages import Final, Message, NamedToolChoice, ToolChoice, ToolRequests
 from localagent.schema_grammar.gbnf import lark_to_gbnf
 from localagent.tools.spec import ToolSpec
 
@@ -85,31 +78,6 @@ class ReplyFormat(Protocol):
     def display(self, on_event: TurnEventSink | None) -> TextSink:
         """A sink for the reply's text as it is generated, turning it into reasoning and content deltas."""
         ...
-
-
-def allowed_tools(tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> list[ToolSpec]:
-    """The tools a reply may call under this choice; raises GrammarBuildError when none can be."""
-    if tool_choice == "none":
-        return []
-    if isinstance(tool_choice, NamedToolChoice):
-        named = [tool for tool in tools if tool.name == tool_choice.name]
-        if not named:
-            known = ", ".join(tool.name for tool in tools) or "(none)"
-            raise GrammarBuildError(
-                f"tool choice names {tool_choice.name!r}, which is not a tool; tools: {known}"
-            )
-        return named
-    if tool_choice == "required" and not tools:
-        raise GrammarBuildError("tool choice 'required' needs at least one tool")
-    return list(tools)
-
-
-def grammar_header(format_name: str, tools: Sequence[ToolSpec], tool_choice: ToolChoice, detail: str) -> str:
-    names = ", ".join(tool.name for tool in tools) or "(none)"
-    return (
-        f"// localagent {format_name} grammar: tools {names}; "
-        f"tool choice {describe_tool_choice(tool_choice)}; {detail}\n"
-    )
 
 
 class GrammarCache:

@@ -17,16 +17,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from localagent.formats.base import GrammarBuildError, ReplyGrammar, allowed_tools, grammar_header
+from localagent.formats.base import ReplyGrammar
+from localagent.formats.grammar_building import finished_grammar, grammar_header, reply_choices, tool_calls
 from localagent.messages import ToolChoice
-from localagent.schema_grammar.compiler import (
-    GrammarLimits,
-    SchemaGrammarError,
-    reachable_rules,
-    render_rules,
-    schema_rules,
-    shared_rules,
-)
+from localagent.schema_grammar.compiler import GrammarLimits
 from localagent.tools.spec import ToolSpec
 
 
@@ -66,18 +60,15 @@ def build_tool_call_grammar(
     tools: Sequence[ToolSpec], tool_choice: ToolChoice, options: ToolCallGrammarOptions | None = None
 ) -> ReplyGrammar:
     options = options or ToolCallGrammarOptions()
-    if options.max_actions < 1:
-        raise GrammarBuildError("max_actions must be at least 1")
-    callable_tools = allowed_tools(tools, tool_choice)
-    may_act = bool(callable_tools)
-    may_answer = tool_choice in ("auto", "none") or not may_act
+    choices = reply_choices(tools, tool_choice, options.max_actions)
     wrapper = options.wrapper
     # Text (an answer, or the line before a call) holds nothing that could open a call in any of
     # the ways models write one: <tool_call>, <tools>, ```json, or a bare JSON object.
     banned = "<{`"
     rules: dict[str, str] = {}
     branches = []
-    if may_act:
+    calls = None
+    if choices.may_act:
         preface = "PREFACE? " if options.preface else ""
         branches.append(f"{preface}calls")
         more = f' ("\\n" call)~0..{options.max_actions - 1}' if options.max_actions > 1 else ""
@@ -87,32 +78,19 @@ def build_tool_call_grammar(
             if wrapper.open
             else "call_body"
         )
-        alternatives = []
-        loose: list[str] = []
-        argument_rules: dict[str, str] = {}
-        for index, tool in enumerate(callable_tools):
-            try:
-                converted = schema_rules(tool.grammar_schema, f"t{index}", options.limits, root_type="object")
-            except SchemaGrammarError as error:
-                raise GrammarBuildError(f"tool {tool.name!r}: {error}") from None
-            alternatives.append(f'{lark_string(call_prefix(tool.name))} {converted.root} "}}"')
-            argument_rules.update(converted.rules)
-            loose.extend(f"{tool.name}: {note}" for note in converted.loose)
-        rules["call_body"] = " | ".join(alternatives)
+        calls = tool_calls(
+            choices.tools,
+            options.limits,
+            lambda name, arguments: f'{lark_string(call_prefix(name))} {arguments} "}}"',
+        )
+        rules["call_body"] = calls.alternatives
         # One line, then one or two line breaks before the first call.
         rules["PREFACE"] = rf"/[^{banned}\s][^{banned}\n]{{0,300}}\n\n?/"
-    else:
-        loose = []
-        argument_rules = {}
-    if may_answer:
+    if choices.may_answer:
         branches.append("ANSWER")
         rules["ANSWER"] = rf"/[^{banned}\s][^{banned}]{{0,5999}}/"
     rules = {"start": " | ".join(branches), **rules}
-    if may_act:
-        rules.update(shared_rules(options.limits))
-        rules.update(argument_rules)
     shape = f"wrapped as {wrapper.open.strip()}…{wrapper.close.strip()}" if wrapper.open else "as bare JSON"
     detail = f"calls {shape}, at most {options.max_actions}"
-    header = grammar_header("tool-call", callable_tools, tool_choice, detail)
-    text = header + render_rules(reachable_rules(rules, "start"))
-    return ReplyGrammar(text, tuple(tool.name for tool in callable_tools), tuple(loose))
+    header = grammar_header("tool-call", choices.tools, tool_choice, detail)
+    return finished_grammar(header, rules, calls, options.limits, choices.tools)
