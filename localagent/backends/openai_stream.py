@@ -27,36 +27,43 @@ class _CallParts:
     arguments: str = ""
 
 
-@dataclass
-class StreamedReply:
-    """What one streamed reply added up to; tool-call deltas are joined by their `index`."""
+@dataclass(kw_only=True)
+class _Streamed:
+    """The first choice's chunks added up, with the usage and finish reason the stream reported."""
 
-    on_delta: DeltaSink | None = None
-    content: str = ""
-    reasoning: str = ""
     finish_reason: str | None = None
     usage: Usage | None = None
     interrupted: bool = False  # the connection dropped before the end
     received: int = 0  # chunks, including those that carried nothing
-    calls: list[_CallParts] = field(default_factory=list)
-    _by_index: dict[int | None, _CallParts] = field(default_factory=dict)
 
-    def add(self, chunk: ChatCompletionChunk) -> None:
+    def add(self, chunk: ChatCompletionChunk | Completion) -> None:
         self.received += 1
         if getattr(chunk, "usage", None):
             self.usage = read_usage(chunk.usage)
         for choice in getattr(chunk, "choices", None) or []:
             if getattr(choice, "index", 0) not in (0, None):
                 continue  # only the first choice is ever asked for
-            delta = getattr(choice, "delta", None)
-            if delta is not None:
-                self._add_delta(delta)
+            self._add_choice(choice)
             if getattr(choice, "finish_reason", None):
                 self.finish_reason = choice.finish_reason
 
     @property
     def complete(self) -> bool:
         return self.finish_reason is not None and not self.interrupted
+
+    def _add_choice(self, choice: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not read a choice")
+
+
+@dataclass
+class StreamedReply(_Streamed):
+    """What one streamed chat reply added up to; tool-call deltas are joined by their `index`."""
+
+    on_delta: DeltaSink | None = None
+    content: str = ""
+    reasoning: str = ""
+    calls: list[_CallParts] = field(default_factory=list)
+    _by_index: dict[int | None, _CallParts] = field(default_factory=dict)
 
     @property
     def has_calls(self) -> bool:
@@ -82,7 +89,10 @@ class StreamedReply:
         notes = [f"[unfinished call to {call.name or '?'}: {call.arguments}]" for call in self.calls]
         return "\n".join(part for part in (self.content, *notes) if part)
 
-    def _add_delta(self, delta: Any) -> None:
+    def _add_choice(self, choice: Any) -> None:
+        delta = getattr(choice, "delta", None)
+        if delta is None:
+            return
         reasoning = _extra(delta, "reasoning_content") or _extra(delta, "reasoning")
         if reasoning:
             self.reasoning += reasoning
@@ -116,32 +126,18 @@ class StreamedReply:
 
 
 @dataclass
-class StreamedText:
+class StreamedText(_Streamed):
     """What one streamed `/completions` reply added up to; each piece also goes to `on_text`."""
 
     on_text: Callable[[str], None] | None = None
     text: str = ""
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    interrupted: bool = False
 
-    def add(self, chunk: Completion) -> None:
-        if getattr(chunk, "usage", None):
-            self.usage = read_usage(chunk.usage)
-        for choice in getattr(chunk, "choices", None) or []:
-            if getattr(choice, "index", 0) not in (0, None):
-                continue
-            piece = getattr(choice, "text", None)
-            if isinstance(piece, str) and piece:
-                self.text += piece
-                if self.on_text is not None:
-                    self.on_text(piece)
-            if getattr(choice, "finish_reason", None):
-                self.finish_reason = choice.finish_reason
-
-    @property
-    def complete(self) -> bool:
-        return self.finish_reason is not None and not self.interrupted
+    def _add_choice(self, choice: Any) -> None:
+        piece = getattr(choice, "text", None)
+        if isinstance(piece, str) and piece:
+            self.text += piece
+            if self.on_text is not None:
+                self.on_text(piece)
 
 
 def completion_as_chunk(completion: ChatCompletion) -> ChatCompletionChunk:
