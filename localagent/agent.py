@@ -18,11 +18,11 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from localagent import prompts
 from localagent.cancel import CancelToken
+from localagent.closing import ClosesOnExit
 from localagent.events import Event, EventSink, ignore_event
 from localagent.messages import Message, SystemMessage, UserMessage
 from localagent.models import Progress
@@ -93,7 +93,7 @@ class _Shared:
                 self._mcp = None
 
 
-class Agent:
+class Agent(ClosesOnExit):
     """An agent: a model, tools confined to a workspace, an approval rule and an optional transcript.
 
     `model` is a name from models.txt, a .gguf path, `script:FILE.json`, a model name on `api_base`,
@@ -244,14 +244,6 @@ class Agent:
         if self._owner:
             self._shared.close()
             self._tools = None
-
-    def __enter__(self) -> Agent:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     def _run(
         self, task: str, history: Sequence[Message] | None, cancel: CancelToken, on_event: EventSink

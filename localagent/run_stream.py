@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from queue import SimpleQueue
-from types import TracebackType
 
 from localagent.cancel import CancelToken
+from localagent.closing import ClosesOnExit
 from localagent.events import Event, EventSink
 from localagent.runner import RunResult
 
@@ -19,7 +19,7 @@ from localagent.runner import RunResult
 StartRun = Callable[[EventSink, CancelToken], RunResult]
 
 
-class RunStream(Iterator[Event]):
+class RunStream(Iterator[Event], ClosesOnExit):
     """Iterate for the events; `result` holds the RunResult once the events are exhausted."""
 
     def __init__(self, start: StartRun) -> None:
@@ -59,14 +59,6 @@ class RunStream(Iterator[Event]):
         self._cancel.cancel()
         thread.join()
         self._finished = True
-
-    def __enter__(self) -> RunStream:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __del__(self) -> None:
         # A `for` loop left with `break` drops the stream without closing it.
