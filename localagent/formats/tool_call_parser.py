@@ -19,7 +19,7 @@ from localagent.errors import RecoverableTurnError
 from localagent.formats.base import ParsedReply
 from localagent.formats.tool_call_grammar import Wrapper, call_prefix
 from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent.texttag.loose_json import JsonUnreadable, load_json, read_json_object
+from localagent.texttag.loose_json import JsonUnreadable, load_json, matching_bracket, read_json_object
 from localagent.tools.spec import ToolSpec
 
 # Each way of writing a call: its opening, its close, and whether a JSON object in it must start
@@ -87,9 +87,10 @@ def _strict(text: str, wrapper: Wrapper) -> _Reading:
     rest = text[start:]
     while rest.startswith(opener):
         body_start = len(wrapper.open)
-        end = _object_end(rest, body_start)
-        if end is None:
+        last = matching_bracket(rest, body_start)
+        if last is None:
             break
+        end = last + 1
         reading.bodies.append(rest[body_start:end])
         # Past the wrapper's close, even where the token limit cut it short: the call itself is whole.
         rest = rest[end + len(wrapper.close) :]
@@ -111,7 +112,7 @@ def _tolerant(text: str) -> _Reading:
     if bare:
         body = text[bare.end() :].strip()
         note = "read a bare JSON object as a tool call"
-        complete = _object_end(body, 0) == len(body)
+        complete = matching_bracket(body, 0) == len(body) - 1
         return _Reading(preface=text[: bare.start()].strip(), bodies=[body], notes=[note], complete=complete)
     return _Reading(preface="", answer=text.strip())
 
@@ -131,30 +132,6 @@ def _blocks(text: str, opening: re.Pattern[str], close: str) -> list[tuple[int, 
 
 def _looks_like_call(body: str) -> bool:
     return bool(re.match(r'\s*\{\s*["\']name["\']\s*:', body))
-
-
-def _object_end(text: str, start: int) -> int | None:
-    """The index just past the JSON object that starts at `start`, or None if it does not close."""
-    depth = 0
-    in_string = escaped = False
-    for index in range(start, len(text)):
-        character = text[index]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif character == "\\":
-                escaped = True
-            elif character == '"':
-                in_string = False
-        elif character == '"':
-            in_string = True
-        elif character == "{":
-            depth += 1
-        elif character == "}":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-    return None
 
 
 def _opens_another_call(text: str) -> bool:

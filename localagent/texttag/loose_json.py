@@ -81,7 +81,7 @@ def read_json_object(text: str) -> ReadJson:
     fenced = _FENCE in text[:start]
     if fenced:
         repairs.append("took the JSON out of a code fence")
-    end = _matching_brace(text, start)
+    end = matching_bracket(text, start)
     if end is None:
         candidate = text[start:].rstrip()
         candidate = candidate.removesuffix(_FENCE).rstrip() if fenced else candidate
@@ -231,7 +231,8 @@ def _joined_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
 
-def _matching_brace(text: str, start: int) -> int | None:
+def matching_bracket(text: str, start: int) -> int | None:
+    """The index of the bracket that closes the one at `start`, outside '...' and "..." strings."""
     depth = 0
     quote: str | None = None
     escaped = False
