@@ -19,6 +19,7 @@ from typing import BinaryIO, Literal
 from localagent.errors import LocalagentError, ModelNotFound, ModelUnavailable
 from localagent.model_sources import PipSource, Source, installed_files, parse_sources
 from localagent.paths import cache_dir
+from localagent.user_files import read_user_text
 
 # The default, chosen by the task suite (README: Choosing a model); its packages install with
 # localagent, so it runs offline after install.
@@ -93,10 +94,7 @@ def load_registry() -> dict[str, ModelEntry]:
     override = os.environ.get("LOCALAGENT_MODELS_FILE")
     if override:
         path = Path(override)
-        try:
-            return parse_registry(path.read_text(encoding="utf-8"), str(path))
-        except OSError as error:
-            raise RegistryError(f"cannot read models file {path}: {error.strerror}") from None
+        return parse_registry(read_user_text(path, "models file", RegistryError), str(path))
     text = resources.files("localagent").joinpath("data/models.txt").read_text(encoding="utf-8")
     return parse_registry(text)
 

@@ -15,6 +15,7 @@ from localagent import paths
 from localagent.errors import LocalagentError
 from localagent.mcp_servers.spec import McpServer
 from localagent.models import DEFAULT_MODEL
+from localagent.user_files import read_user_text
 
 ENV_PREFIX = "LOCALAGENT_"
 
@@ -144,12 +145,9 @@ def _validated(values: dict[str, Any]) -> Settings:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
+    text = read_user_text(path, "config file", SettingsError)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise SettingsError(f"config file {path} is not UTF-8 text") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"config file {path} is not valid TOML: {error}") from None
     unknown = sorted(set(data) - set(FIELDS))

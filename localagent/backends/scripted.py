@@ -26,6 +26,7 @@ from localagent.messages import (
 )
 from localagent.texttag.parser import parse_reply
 from localagent.tools.spec import ToolSpec
+from localagent.user_files import read_user_text
 
 ScriptItem = str | dict[str, Any]
 
@@ -101,12 +102,9 @@ def _raw(call: dict[str, Any]) -> str:
 
 
 def load_script(path: Path) -> ScriptedTurn:
+    text = read_user_text(path, "script", ScriptError)
     try:
-        items = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ScriptError(f"cannot read script {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise ScriptError(f"script {path} is not UTF-8 text") from None
+        items = json.loads(text)
     except json.JSONDecodeError as error:
         raise ScriptError(f"script {path} is not valid JSON: {error.msg} at line {error.lineno}") from None
     if not isinstance(items, list):

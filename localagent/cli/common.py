@@ -9,6 +9,7 @@ import click
 from localagent.errors import UserFileError
 from localagent.messages import ToolChoice, parse_tool_choice
 from localagent.tools.spec import ToolSpec, load_tool_specs
+from localagent.user_files import read_user_text
 
 
 def read_tool_specs(path: Path | None) -> list[ToolSpec]:
@@ -21,12 +22,7 @@ def read_tool_specs(path: Path | None) -> list[ToolSpec]:
         from localagent.tools.workspace import Workspace
 
         return [tool.spec for tool in select_tools(None, Workspace(Path.cwd()))]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise UserFileError(f"cannot read tools file {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserFileError(f"tools file {path} is not UTF-8 text") from None
+    text = read_user_text(path, "tools file", UserFileError)
     try:
         return load_tool_specs(text)
     except ValueError as error:

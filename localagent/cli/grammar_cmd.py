@@ -12,6 +12,7 @@ from localagent.cli.common import TOOL_CHOICE, TOOLS_FILE, read_tool_specs, tool
 from localagent.errors import UserFileError
 from localagent.texttag.grammar import GrammarOptions, build_grammar
 from localagent.tools.spec import dialect_note
+from localagent.user_files import read_user_text
 
 
 @click.group()
@@ -141,12 +142,7 @@ def _count(number: int, noun: str) -> str:
 
 
 def read_cases(path: Path) -> list[tuple[str, str]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise UserFileError(f"cannot read cases file {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserFileError(f"cases file {path} is not UTF-8 text") from None
+    lines = read_user_text(path, "cases file", UserFileError).splitlines()
     cases = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

@@ -33,6 +33,7 @@ from localagent.grammar_checks.engines import (
     llguidance_tokenizer,
 )
 from localagent.schema_grammar.gbnf import GrammarExportError, lark_to_gbnf
+from localagent.user_files import read_user_text
 
 Syntax = Literal["lark", "gbnf"]
 ENGINES: tuple[Engine, ...] = ("lark", "llguidance", "gbnf")
@@ -53,13 +54,7 @@ class GrammarFile:
         syntax = {".lark": "lark", ".gbnf": "gbnf"}.get(path.suffix.lower())
         if syntax is None:
             raise GrammarFileError(f"{path}: a grammar file must end in .lark or .gbnf")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise GrammarFileError(f"cannot read {path}: {error.strerror}") from None
-        except UnicodeDecodeError:
-            raise GrammarFileError(f"{path} is not UTF-8 text") from None
-        return cls(path, syntax, text)  # type: ignore[arg-type]
+        return cls(path, syntax, read_user_text(path, "", GrammarFileError))  # type: ignore[arg-type]
 
     def as_lark(self) -> str:
         return self.text if self.syntax == "lark" else _lark_dialect(gbnf_to_lark(self.text))
