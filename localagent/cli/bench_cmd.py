@@ -6,21 +6,14 @@ import json
 
 import click
 
-from localagent.models import DEFAULT_MODEL, resolve_model
+from localagent.cli.common import MODEL, int_option
+from localagent.models import resolve_model
 
 
 @click.command()
-@click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True, help="Model name or .gguf path.")
-@click.option(
-    "--runs",
-    type=click.IntRange(1, 20),
-    default=2,
-    show_default=True,
-    help="Times each prompt is generated on each path.",
-)
-@click.option(
-    "--max-tokens", type=click.IntRange(8, 1024), default=64, show_default=True, help="Tokens per generation."
-)
+@MODEL
+@int_option("--runs", 1, 20, default=2, help="Times each prompt is generated on each path.")
+@int_option("--max-tokens", 8, 1024, default=64, help="Tokens per generation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 def bench(model: str, runs: int, max_tokens: int, as_json: bool) -> None:
     """Measure the decoding paths side by side in one run, on the same prompts.

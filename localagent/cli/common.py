@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from localagent.errors import UserFileError
 from localagent.messages import ToolChoice, parse_tool_choice
+from localagent.models import DEFAULT_MODEL
 from localagent.tools.spec import ToolSpec, load_tool_specs
 from localagent.user_files import read_user_text
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def read_tool_specs(path: Path | None) -> list[ToolSpec]:
@@ -37,6 +42,14 @@ def tool_choice_option(text: str, specs: list[ToolSpec]) -> ToolChoice:
     return choice
 
 
+def int_option(name: str, low: int, high: int, *, default: int, help: str) -> Callable[[F], F]:
+    """A whole-number flag from `low` to `high`; --help shows its default."""
+    return click.option(name, type=click.IntRange(low, high), default=default, show_default=True, help=help)
+
+
+MODEL = click.option(
+    "--model", "-m", default=DEFAULT_MODEL, show_default=True, help="Model name or .gguf path."
+)
 TOOLS_FILE = click.option(
     "--tools-file",
     type=click.Path(path_type=Path, dir_okay=False),

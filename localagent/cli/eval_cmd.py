@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from localagent.cli.common import MODEL, int_option
 from localagent.cli.eval_tasks_cmd import tasks
 from localagent.cli.options import setting_option
 from localagent.evaluation.bfcl_data import CATEGORIES, BfclDataError, check_category
-from localagent.models import DEFAULT_MODEL
 from localagent.settings import Settings
 
 if TYPE_CHECKING:
@@ -33,14 +33,8 @@ eval_group.add_command(tasks)
 @click.option("--category", default="simple", show_default=True, help=f"One of: {', '.join(CATEGORIES)}.")
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions. [default: all]")
 @click.option("--no-grammar", is_flag=True, help="Run only the column without the grammar.")
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(16, 2048),
-    default=384,
-    show_default=True,
-    help="Tokens the model may write per reply.",
-)
-@click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True, help="Model name or .gguf path.")
+@int_option("--max-tokens", 16, 2048, default=384, help="Tokens the model may write per reply.")
+@MODEL
 @click.option(
     "--data",
     "data_dir",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from localagent.cli.common import int_option
 from localagent.cli.options import backend_options, settings_from
 from localagent.cli.progress import ProgressReporter
 from localagent.errors import LocalagentError
@@ -40,11 +41,11 @@ if TYPE_CHECKING:
     help="Only this task id or glob, like 'edit-*' (repeatable).",
 )
 @click.option("--limit", type=click.IntRange(1), help="Only the first N chosen tasks. [default: all]")
-@click.option(
+@int_option(
     "--concurrency",
-    type=click.IntRange(1, 32),
+    1,
+    32,
     default=1,
-    show_default=True,
     help="Tasks run at once; above 1 only with --api-base (a local model runs one task at a time).",
 )
 @click.option(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from localagent.cli.common import TOOL_CHOICE, TOOLS_FILE, read_tool_specs, tool_choice_option
+from localagent.cli.common import TOOL_CHOICE, TOOLS_FILE, int_option, read_tool_specs, tool_choice_option
 from localagent.errors import UserFileError
 from localagent.texttag.grammar import GrammarOptions, build_grammar
 from localagent.tools.spec import dialect_note
@@ -38,13 +38,7 @@ def grammar() -> None:
     show_default=True,
     help="plain: actions end at 'Observation:' and answers at a blank line; chat: both end at end of turn.",
 )
-@click.option(
-    "--max-actions",
-    type=click.IntRange(1, 64),
-    default=8,
-    show_default=True,
-    help="Actions allowed in one reply.",
-)
+@int_option("--max-actions", 1, 64, default=8, help="Actions allowed in one reply.")
 def show(
     tools_file: Path | None, tool_choice: str, output_format: str, prompt_format: str, max_actions: int
 ) -> None:
