@@ -23,7 +23,7 @@ from fixtures_local import installed_model
 
 from localagent.errors import ModelUnavailable
 from localagent.model_sources import PinnedDistribution, PipSource, installed_files, parse_source
-from localagent.models import RegistryError, parse_registry, resolve_model
+from localagent.models import RegistryError, load_registry, parse_registry, resolve_model
 
 PIECES = [os.urandom(3000 + 500 * number) for number in range(5)]
 WHOLE = b"".join(PIECES[:3])  # most tests use parts 1 to 3
@@ -386,6 +386,25 @@ def test_a_bad_models_file_is_one_line_with_exit_status_2(setup: Setup) -> None:
     assert one_error_line(result) == (
         f"localagent: error: {setup.registry}:1: sha256 must be 64 hex digits, not '-'"
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "cannot read models file {path}: No such file or directory"),
+        (b"caf\xe9", "models file {path} is not UTF-8 text"),
+    ],
+)
+def test_a_models_file_that_cannot_be_read_is_one_line(
+    content: bytes | None, problem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "models.txt"
+    if content is not None:
+        path.write_bytes(content)
+    monkeypatch.setenv("LOCALAGENT_MODELS_FILE", str(path))
+    with pytest.raises(RegistryError) as raised:
+        load_registry()
+    assert str(raised.value) == problem.format(path=path)
 
 
 def test_the_shipped_registry_pins_every_model() -> None:
