@@ -286,14 +286,8 @@ def test_a_second_ctrl_c_ends_the_suite_at_once_and_leaves_no_workspace(
 
 
 def test_the_command_refuses_concurrency_for_a_local_model() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "localagent", "eval", "tasks", "--concurrency", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 2
+    result = invoke("--concurrency", "2")
+    assert result.exit_code == 2
     assert result.stderr == (
         "localagent: error: --concurrency 2 needs --api-base: a local model runs one task at a time\n"
     )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -11,7 +13,32 @@ from localagent.cli.display import colors_allowed
 from localagent.errors import LocalagentError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _CommandLine(click.Group):
+    """The command group whose `main` gives every error one line, never a traceback: exit status 2
+    for user mistakes, 1 for failures at run time (a model that cannot be fetched), 130 when
+    interrupted. Click's `CliRunner` runs it as the `localagent` script does."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any) -> None:
+        extra["standalone_mode"] = False
+        try:
+            super().main(args, prog_name or "localagent", **extra)
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as error:
+            error.show()
+            sys.exit(error.exit_code)
+        except LocalagentError as error:
+            click.echo(f"localagent: error: {error}", err=True)
+            sys.exit(error.exit_code)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.exit(1)
+
+
+@click.group(name="localagent", cls=_CommandLine, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="localagent")
 @click.pass_context
 def cli(context: click.Context) -> None:
@@ -38,21 +65,5 @@ _register()
 
 
 def main() -> None:
-    """Entry point: errors get one line, never a traceback; exit status 2 for user mistakes, 1 for
-    failures at run time (a model that cannot be fetched)."""
-    try:
-        cli.main(prog_name="localagent", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as error:
-        error.show()
-        sys.exit(error.exit_code)
-    except LocalagentError as error:
-        click.echo(f"localagent: error: {error}", err=True)
-        sys.exit(error.exit_code)
-    except KeyboardInterrupt:
-        click.echo("\ninterrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(1)
+    """Entry point of the `localagent` script and `python -m localagent`."""
+    cli.main()
