@@ -18,7 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from localagent.formats.base import ReplyGrammar
-from localagent.formats.grammar_building import finished_grammar, grammar_header, reply_choices, tool_calls
+from localagent.formats.grammar_building import (
+    ToolCalls,
+    finished_grammar,
+    grammar_header,
+    reply_choices,
+    tool_calls,
+)
 from localagent.messages import ToolChoice
 from localagent.schema_grammar.compiler import GrammarLimits
 from localagent.tools.spec import ToolSpec
@@ -67,7 +73,7 @@ def build_tool_call_grammar(
     banned = "<{`"
     rules: dict[str, str] = {}
     branches = []
-    calls = None
+    calls: ToolCalls | None = None
     if choices.may_act:
         preface = "PREFACE? " if options.preface else ""
         branches.append(f"{preface}calls")

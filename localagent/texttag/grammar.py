@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from localagent.formats.base import ReplyGrammar
-from localagent.formats.grammar_building import finished_grammar, grammar_header, reply_choices, tool_calls
+from localagent.formats.grammar_building import (
+    ToolCalls,
+    finished_grammar,
+    grammar_header,
+    reply_choices,
+    tool_calls,
+)
 from localagent.messages import ToolChoice
 from localagent.schema_grammar.compiler import GrammarLimits
 from localagent.texttag.template import template_definitions
@@ -42,7 +48,7 @@ def build_grammar(
     else:
         definitions["start"] = "thought final"
 
-    calls = None
+    calls: ToolCalls | None = None
     if choices.may_act:
         # The reply may end after any action: where the model starts an observation, or ends its turn.
         definitions["actions"] = f"action~1..{options.max_actions} actions_end"
