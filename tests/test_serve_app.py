@@ -200,6 +200,7 @@ def test_a_follow_up_finds_the_whole_last_exchange_in_the_kv_cache(client: TestC
             "tools[0].function.name",
             "tool name",
         ),
+        ({"messages": QUESTION, "tools": [CALCULATOR, CALCULATOR]}, 400, "tools[1]", "more than one tool"),
         (
             {"messages": [{"role": "tool", "tool_call_id": "call_1", "content": "x"}]},
             400,

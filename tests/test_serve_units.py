@@ -150,13 +150,28 @@ def test_non_text_content_is_refused_with_a_reason() -> None:
         (
             {"messages": [{"role": "user", "content": "x", "colour": 1}]},
             "Unrecognized field",
-            "messages[0].user.colour",
+            "messages[0].colour",
         ),
         ({"messages": [], "model": "x"}, "Invalid value for 'messages'", "messages"),
         (
             {"messages": [{"role": "user", "content": "x"}], "temperature": 3},
             "Invalid value for 'temperature'",
             "temperature",
+        ),
+        (
+            {"messages": [{"role": "user", "content": 5}]},
+            "Invalid value for 'messages[0].content'",
+            "messages[0].content",
+        ),
+        (
+            {"messages": [{"role": "robot", "content": "x"}]},
+            "Invalid value for 'messages[0]': Input tag 'robot'",
+            "messages[0]",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "tool_choice": "any"},
+            "Invalid value for 'tool_choice'",
+            "tool_choice",
         ),
     ],
 )

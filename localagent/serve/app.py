@@ -55,8 +55,7 @@ def build_app(engine: Engine, defaults: Generation, api_key: str | None = None) 
     async def completions(request: Request) -> Response:
         completion = await _read(request, CompletionRequest, engine)
         options = generation_for(completion, completion.max_tokens, defaults, engine.generator.session.n_ctx)
-        sources = completion.grammar_sources
-        grammar = grammar_of(sources[0][1]) if sources else None
+        grammar = grammar_of(completion.grammars[0]) if completion.grammars else None
         job = functools.partial(run_completion, engine, completion.prompt_text, grammar, options)
         return await respond(request, engine.submit(job), options.stream)
 

@@ -47,6 +47,12 @@ class TurnInput:
 
 def turn_input(request: ChatRequest, memory: ReplyMemory) -> TurnInput:
     tools = [tool_spec(tool, index) for index, tool in enumerate(request.tools or [])]
+    names = [tool.name for tool in tools]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise RequestError(
+                f"Invalid 'tools': the name {name!r} is given to more than one tool", param=f"tools[{index}]"
+            )
     return TurnInput(read_messages(request.messages, memory), tools, tool_choice(request, tools))
 
 

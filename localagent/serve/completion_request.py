@@ -64,20 +64,18 @@ class CompletionRequest(SamplingRequest):
                             f"structured_outputs.{field} is not supported; use grammar",
                         )
                     )
-        if len(self.grammar_sources) > 1:
+        if len(self.grammars) > 1:
             problems.append(
                 ("grammar", "give one grammar: grammar, structured_outputs.grammar or guided_grammar")
             )
         return problems
 
     @property
-    def grammar_sources(self) -> list[tuple[str, str]]:
-        """(format, text) of each grammar given: gbnf or lark."""
-        sources = []
-        if self.grammar:
-            sources.append(("gbnf", self.grammar))
-        if self.structured_outputs is not None and self.structured_outputs.grammar:
-            sources.append(("lark", self.structured_outputs.grammar))
-        if self.guided_grammar:
-            sources.append(("lark", self.guided_grammar))
-        return sources
+    def grammars(self) -> list[str]:
+        """Each grammar given, GBNF or Lark (llguidance tells them apart)."""
+        given = [
+            self.grammar,
+            self.structured_outputs and self.structured_outputs.grammar,
+            self.guided_grammar,
+        ]
+        return [text for text in given if text]

@@ -37,24 +37,37 @@ def error_body(
 def from_validation(error: ValidationError) -> RequestError:
     """The first problem pydantic found, said the way OpenAI says it."""
     problem = error.errors(include_url=False)[0]
-    location = [part for part in problem["loc"] if not _is_union_tag(part)]
-    param = _param(location)
+    param = _param(_path(problem["loc"]))
     if problem["type"] == "extra_forbidden":
-        if len(location) == 1:
-            return RequestError(f"Unrecognized request argument supplied: {location[0]}", param=param)
+        if "." not in param and "[" not in param:
+            return RequestError(f"Unrecognized request argument supplied: {param}", param=param)
         return RequestError(f"Unrecognized field {param!r}: it is not part of this object", param=param)
     if problem["type"] == "missing":
         return RequestError(f"Missing required parameter: {param!r}.", param=param)
     return RequestError(f"Invalid value for {param!r}: {problem['msg']}.", param=param)
 
 
-def _is_union_tag(part: int | str) -> bool:
-    """pydantic names the union member it tried (`function-after[...]`, `str`); OpenAI's paths do not."""
-    return isinstance(part, str) and ("[" in part or part in ("str", "list[...]", "int", "float", "bool"))
+_ROLES = {"system", "developer", "user", "assistant", "tool"}
+_TYPE_NAMES = {"str", "int", "float", "bool", "none"}
 
 
-def _param(location: list[int | str]) -> str:
-    text = ""
+def _path(location: tuple[int | str, ...]) -> list[int | str]:
+    """The location without the names pydantic gives union members (`str`, `list[...]`, a class, a role)."""
+    path: list[int | str] = []
     for part in location:
+        if isinstance(part, str) and (
+            "[" in part
+            or part in _TYPE_NAMES
+            or part[:1].isupper()
+            or (part in _ROLES and path and isinstance(path[-1], int))
+        ):
+            continue
+        path.append(part)
+    return path
+
+
+def _param(path: list[int | str]) -> str:
+    text = ""
+    for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text

@@ -8,6 +8,7 @@ keeps the prompt byte for byte what the model saw and wrote, and lets it read it
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 from localagent.messages import AssistantMessage
@@ -17,17 +18,20 @@ class ReplyMemory:
     def __init__(self, size: int = 512) -> None:
         self._size = size
         self._replies: OrderedDict[str, AssistantMessage] = OrderedDict()
+        self._lock = threading.Lock()  # the worker remembers while requests are read on the event loop
 
     def remember(self, reply: AssistantMessage) -> None:
         key = _key(reply)
-        self._replies[key] = reply
-        self._replies.move_to_end(key)
-        while len(self._replies) > self._size:
-            self._replies.popitem(last=False)
+        with self._lock:
+            self._replies[key] = reply
+            self._replies.move_to_end(key)
+            while len(self._replies) > self._size:
+                self._replies.popitem(last=False)
 
     def recall(self, sent: AssistantMessage) -> AssistantMessage:
         """The reply as the model wrote it, when `sent` is one of ours; else `sent` as it is."""
-        kept = self._replies.get(_key(sent))
+        with self._lock:
+            kept = self._replies.get(_key(sent))
         if kept is None or not _same_reply(kept, sent):
             return sent
         return kept

@@ -1,0 +1,435 @@
+"""`localagent serve` as a real process on 127.0.0.1, on real models, driven by real clients: the
+official `openai` SDK, localagent's own runner, Node's fetch (the README's examples), and raw HTTP.
+
+The embedded Gemma 3 270M serves where the test is about the wiring; an instruct model (Qwen2.5
+Coder) shows both reply formats on the kind of model the project ships.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+from server_processes import ServerProcess, localagent_server
+
+from localagent.models import DEFAULT_MODEL, ResolvedModel
+
+pytestmark = pytest.mark.slow
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+TASK = "What is 12 times 7?"
+CALCULATOR = {
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        "description": "Calculate an arithmetic expression.",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string"}},
+            "required": ["expression"],
+        },
+    },
+}
+READ_FILE = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a text file.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+}
+MESSAGES = [
+    {"role": "system", "content": "You are a careful assistant."},
+    {"role": "user", "content": TASK},
+]
+
+
+@pytest.fixture(scope="module")
+def gemma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    log = tmp_path_factory.mktemp("serve") / "gemma.log"
+    with localagent_server(log, "--model", DEFAULT_MODEL, "--n-ctx", "4096") as server:
+        yield server
+
+
+def sdk(server: ServerProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url, api_key="none", max_retries=0, timeout=600)
+
+
+@dataclass
+class StreamRecord:
+    """What a stream sent, as a client sees it."""
+
+    chunks: int = 0
+    content: str = ""
+    reasoning: str = ""
+    finish_reason: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    argument_deltas: int = 0
+    usage: dict[str, Any] | None = None
+    error: str | None = None
+
+    def add(self, chunk: Any) -> None:
+        self.chunks += 1
+        if chunk.usage:
+            self.usage = chunk.usage.model_dump()
+        for choice in chunk.choices:
+            delta = choice.delta
+            self.content += delta.content or ""
+            self.reasoning += (delta.model_extra or {}).get("reasoning_content") or ""
+            for call in delta.tool_calls or []:
+                if call.id:
+                    assert call.function and call.function.name, "the id and name come in the first delta"
+                    assert call.index == len(self.calls)
+                    self.calls.append({"id": call.id, "name": call.function.name, "arguments": ""})
+                if call.function and call.function.arguments:
+                    self.calls[call.index]["arguments"] += call.function.arguments
+                    self.argument_deltas += 1
+            self.finish_reason = choice.finish_reason or self.finish_reason
+
+
+def stream(client: openai.OpenAI, **body: Any) -> StreamRecord:
+    record = StreamRecord()
+    try:
+        for chunk in client.chat.completions.create(stream=True, **body):
+            record.add(chunk)
+    except openai.APIError as error:  # recorded: what the server did is the finding
+        record.error = f"{type(error).__name__}: {error}"
+    return record
+
+
+# --- the SDK, every tool choice -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize(
+    ("choice", "called"),
+    [
+        ("auto", "calculator"),
+        ("required", "calculator"),
+        ({"type": "function", "function": {"name": "read_file"}}, "read_file"),
+        ("none", None),
+    ],
+    ids=["auto", "required", "named", "none"],
+)
+def test_the_openai_sdk_gets_calls_for_every_tool_choice(
+    gemma: ServerProcess, choice: Any, called: str | None, streamed: bool
+) -> None:
+    body = {
+        "model": DEFAULT_MODEL,
+        "messages": MESSAGES,
+        "tools": [CALCULATOR, READ_FILE],
+        "tool_choice": choice,
+        "max_tokens": 96,
+        "temperature": 0,
+    }
+    client = sdk(gemma)
+    if streamed:
+        record = stream(client, stream_options={"include_usage": True}, **body)
+        reason, content, calls = record.finish_reason, record.content, record.calls
+        assert record.usage is not None and record.usage["prompt_tokens"] > 0
+    else:
+        completion = client.chat.completions.create(**body)
+        message = completion.choices[0].message
+        reason, content = completion.choices[0].finish_reason, message.content
+        calls = [
+            {"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+            for call in message.tool_calls or []
+        ]
+    print(choice, reason, repr(content), calls)  # shown with -s: what the model did
+    if called is None:
+        assert (reason, calls) == ("stop", []) and content and content.strip()
+        return
+    assert reason == "tool_calls"
+    (call,) = calls
+    assert call["name"] == called and call["id"].startswith("call_")
+    arguments = json.loads(call["arguments"])
+    required = {"calculator": "expression", "read_file": "path"}[called]
+    assert isinstance(arguments[required], str)
+    if streamed:
+        assert record.argument_deltas > 1, "the arguments streamed as they were written, not in one piece"
+
+
+# --- llama-cpp-python's server and localagent serve, side by side ------------------------------------
+
+
+def test_only_localagent_streams_the_call_that_tool_choice_auto_asks_for(
+    llama_server: ServerProcess, gemma: ServerProcess, tmp_path: Path
+) -> None:
+    body = {
+        "model": DEFAULT_MODEL,
+        "messages": MESSAGES,
+        "tools": [CALCULATOR],
+        "tool_choice": "auto",
+        "max_tokens": 96,
+        "temperature": 0,
+    }
+    records = {
+        name: stream(sdk(server), **body)
+        for name, server in (("llama_cpp.server", llama_server), ("localagent serve", gemma))
+    }
+    report = {name: record.__dict__ for name, record in records.items()}
+    (tmp_path / "side_by_side.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(json.dumps(report, indent=1))  # the record of what each returned, shown with -s
+    llama, ours = records["llama_cpp.server"], records["localagent serve"]
+    assert llama.calls == [] and llama.finish_reason != "tool_calls"
+    assert ours.error is None and ours.finish_reason == "tool_calls"
+    (call,) = ours.calls
+    assert call["name"] == "calculator" and isinstance(json.loads(call["arguments"])["expression"], str)
+
+
+# --- an agent loop over HTTP reuses the KV cache ---------------------------------------------------------
+
+
+def test_a_five_step_loop_evaluates_only_the_new_tokens_of_each_request(gemma: ServerProcess) -> None:
+    client = sdk(gemma)
+    messages: list[dict[str, Any]] = [*MESSAGES]
+    figures = []
+    for step in range(1, 6):
+        completion = client.chat.completions.create(
+            model=DEFAULT_MODEL,
+            messages=messages,
+            tools=[CALCULATOR],
+            tool_choice="required" if step < 5 else "none",
+            max_tokens=64,
+            temperature=0,
+        )
+        usage = completion.usage
+        assert usage is not None and usage.prompt_tokens_details is not None
+        figures.append(
+            (usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens, usage.completion_tokens)
+        )
+        message = completion.choices[0].message
+        # A client that keeps no reasoning, as most do: the server restores its reply from the call ids.
+        messages.append(
+            {
+                "role": "assistant",
+                "content": message.content,
+                "tool_calls": [c.model_dump() for c in message.tool_calls or []],
+            }
+        )
+        messages.extend(
+            {"role": "tool", "tool_call_id": c.id, "content": "84"} for c in message.tool_calls or []
+        )
+    print("step: prompt tokens, cached, generated:", figures)
+    for (prompt, _, generated), (next_prompt, cached, _) in itertools.pairwise(figures):
+        held = prompt + generated
+        assert cached >= held - 1, "the last request's prompt and reply were all still in the KV cache"
+        assert next_prompt - cached <= 16, "only the tool result and its markers were evaluated"
+
+
+# --- a client that goes away ------------------------------------------------------------------------------
+
+
+def test_a_client_that_disconnects_cancels_its_generation(gemma: ServerProcess) -> None:
+    body = {
+        "prompt": "Count to one thousand: 1, 2, 3, 4,",
+        "max_tokens": 3000,
+        "stream": True,
+        "temperature": 0,
+    }
+    with (
+        httpx2.Client(timeout=300) as client,
+        client.stream("POST", f"{gemma.url}/completions", json=body) as response,
+    ):
+        assert response.status_code == 200
+        lines = response.iter_lines()
+        received = [line for line, _ in zip(lines, range(6), strict=False) if line.startswith("data: ")]
+        assert received
+    deadline = time.monotonic() + 120
+    while "completions (stream): cancelled" not in gemma.log_text():
+        assert time.monotonic() < deadline, gemma.tail()
+        time.sleep(0.5)
+    cancelled = re.search(r"completions \(stream\): cancelled.*?(\d+) generated", gemma.log_text())
+    assert cancelled and int(cancelled[1]) < 3000, gemma.tail()
+    after = sdk(gemma).completions.create(model=DEFAULT_MODEL, prompt="Hello", max_tokens=4)
+    assert after.choices[0].finish_reason in ("stop", "length")
+
+
+# --- malformed requests against the process -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code_or_param"),
+    [
+        (b"{not json", 400, None),
+        ({"messages": MESSAGES, "frobnicate": True}, 400, "frobnicate"),
+        (
+            {
+                "messages": MESSAGES,
+                "tools": [CALCULATOR],
+                "tool_choice": {"type": "function", "function": {"name": "nope"}},
+            },
+            400,
+            "tool_choice",
+        ),
+        (
+            {
+                "messages": MESSAGES,
+                "tools": [
+                    {
+                        "type": "function",
+                        "function": {"name": "f", "parameters": {"type": "object", "required": "x"}},
+                    }
+                ],
+            },
+            400,
+            "invalid_function_parameters",
+        ),
+        ({"messages": [{"role": "user", "content": "many words " * 4000}]}, 400, "context_length_exceeded"),
+        ({"messages": MESSAGES, "model": "gpt-4o"}, 404, "model_not_found"),
+    ],
+)
+def test_bad_requests_to_the_process_get_json_errors_and_it_goes_on(
+    gemma: ServerProcess, body: Any, status: int, code_or_param: str | None
+) -> None:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    response = httpx2.post(
+        f"{gemma.url}/chat/completions",
+        content=content,
+        headers={"content-type": "application/json"},
+        timeout=300,
+    )
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["message"]
+    if code_or_param is not None:
+        assert code_or_param in (error["code"], error["param"]), error
+    assert gemma.running()
+    models = httpx2.get(f"{gemma.url}/models", timeout=30).json()
+    assert models["data"][0]["id"] == DEFAULT_MODEL
+
+
+# --- localagent's own clients ----------------------------------------------------------------------------
+
+
+def run_cli(*args: str, timeout: float = 900) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "localagent", *args], capture_output=True, text=True, timeout=timeout
+    )
+    assert done.stdout, f"no output (exit {done.returncode}):\n{done.stderr[-3000:]}"
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("mode", ["chat", "completions"])
+def test_localagent_run_against_localagent_serve(gemma: ServerProcess, tmp_path: Path, mode: str) -> None:
+    run = run_cli(
+        "run", TASK, "--api-base", gemma.url, "--api-mode", mode, "--model", DEFAULT_MODEL,
+        "--tools", "calculator", "--max-tokens", "64", "--max-steps", "2", "--workspace", str(tmp_path),
+        "--transcript", str(tmp_path / "run.jsonl"), "--json",
+    )  # fmt: skip
+    messages = run["messages"]
+    print(mode, run["status"], run["answer"], run["usage"])
+    assert run["status"] == "final" and run["answer"].strip()
+    requests = [r for m in messages if m["role"] == "assistant" for r in m["tool_requests"]]
+    assert requests and all(r["name"] == "calculator" and r["parse_error"] is None for r in requests)
+    assert {r["id"] for r in requests} <= {m["request_id"] for m in messages if m["role"] == "tool"}
+
+
+def test_eval_tasks_over_http_match_the_local_turn(gemma: ServerProcess, tmp_path: Path) -> None:
+    tasks = ["--task", "read-flour", "--task", "no_tool-leap-year", "--max-steps", "2", "--max-tokens", "96"]
+    local = run_cli("eval", "tasks", "--json", "--transcripts", str(tmp_path / "local"), *tasks, timeout=1500)
+    served = run_cli(
+        "eval", "tasks", "--json", "--transcripts", str(tmp_path / "served"), "--api-base", gemma.url,
+        "--model", DEFAULT_MODEL, *tasks, timeout=1500,
+    )  # fmt: skip
+    assert served["backend"].startswith("openai-chat")
+
+    def outcome(task: dict[str, Any]) -> tuple[Any, ...]:
+        return task["id"], task["success"], task["status"], task["steps"], task["answer"]
+
+    print("local: ", [outcome(t) for t in local["tasks"]])
+    print("served:", [outcome(t) for t in served["tasks"]])
+    # The same turn on the same model, greedy: the same runs, as long as no reply was malformed
+    # (a malformed reply's feedback is a plain user message over HTTP, an observation locally).
+    for here, there in zip(local["tasks"], served["tasks"], strict=True):
+        if here["format_errors"] == 0 == there["format_errors"]:
+            assert outcome(here) == outcome(there)
+
+
+# --- the README's examples ----------------------------------------------------------------------------------
+
+
+def readme_example(kind: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- serve-example: {kind} -->\n```\w+\n(.*?)```", text, re.DOTALL)
+    assert found, f"README.md has no {kind} example for localagent serve"
+    return found[1]
+
+
+def test_the_readme_fetch_loop_runs_to_an_answer(gemma: ServerProcess, tmp_path: Path) -> None:
+    node = shutil.which("node")
+    assert node, "this test runs the README's example with Node 18 or newer"
+    script = tmp_path / "loop.mjs"
+    script.write_text(readme_example("node"), encoding="utf-8")
+    done = subprocess.run(
+        [node, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={"LOCALAGENT_URL": gemma.url, "PATH": ""},
+    )
+    print(done.stdout)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines and lines[-1].strip(), "the loop ended with the model's answer"
+    assert all(" -> " in line for line in lines[:-1]), "every other line is a tool call and its result"
+
+
+def test_the_readme_sdk_example_streams_a_call(gemma: ServerProcess, tmp_path: Path) -> None:
+    script = tmp_path / "example.py"
+    script.write_text(readme_example("python"), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={"LOCALAGENT_URL": gemma.url},
+    )
+    print(done.stdout)
+    assert done.returncode == 0, done.stderr
+    call, usage = done.stdout.strip().splitlines()
+    name, arguments = call.split(" ", 1)
+    assert name == "calculator" and isinstance(json.loads(arguments)["expression"], str)
+    assert re.fullmatch(r"\d+ prompt tokens, \d+ generated", usage)
+
+
+# --- an instruct model, both reply formats -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("instruct_model", ["qwen2.5-coder-0.5b-instruct"], indirect=True)
+@pytest.mark.parametrize("tool_format", ["react", "tool_call"])
+def test_an_instruct_model_streams_calls_in_either_format(
+    instruct_model: ResolvedModel, tool_format: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "serve.log"
+    with localagent_server(log, "--model", str(instruct_model.path), "--tool-format", tool_format) as server:
+        client = sdk(server)
+        model = client.models.list().data[0].id
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": "Read the file notes.txt and tell me what it says."}],
+            "tools": [CALCULATOR, READ_FILE],
+            "max_tokens": 128,
+            "temperature": 0,
+        }
+        record = stream(client, **body)
+        print(tool_format, record.__dict__)
+        assert f"({tool_format} format" in server.log_text()
+        assert record.finish_reason == "tool_calls"
+        (call,) = record.calls
+        assert call["name"] == "read_file" and json.loads(call["arguments"]) == {"path": "notes.txt"}
+        whole = client.chat.completions.create(**body)
+        assert (whole.choices[0].message.tool_calls or [])[0].function.arguments == call["arguments"]
