@@ -8,6 +8,8 @@ follow-up request finds the whole last exchange in the KV cache.
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -339,3 +341,24 @@ def test_a_key_protects_every_route(tiny_model_chat: Path) -> None:
             refused = keyed.get("/v1/models", headers=headers)
             assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
         assert keyed.get("/v1/models", headers={"Authorization": "Bearer s3cret-key"}).status_code == 200
+
+
+def test_each_request_is_logged_with_its_outcome_and_tokens(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="localagent.serve")
+    client.post(
+        CHAT, json={"messages": QUESTION, "tools": TOOLS, "tool_choice": "required", "max_tokens": 256}
+    )
+    client.post("/v1/completions", json={"prompt": "Hello", "max_tokens": 4, "stream": True})
+    chat_line, completion_line = (record.getMessage() for record in caplog.records[-2:])
+    assert re.fullmatch(
+        r"chat/completions: 1 tool call, prompt \d+ tokens \(\d+ already in the KV cache\), "
+        r"\d+ generated, [\d.]+ s",
+        chat_line,
+    )
+    assert re.fullmatch(
+        r"completions \(stream\): ended \((end|length)\), prompt \d+ tokens \(\d+ already in the KV cache\), "
+        r"[1-4] generated, [\d.]+ s",
+        completion_line,
+    )

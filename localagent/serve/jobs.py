@@ -95,13 +95,13 @@ def run_chat(
     except ChatTemplateError as error:
         log.outcome = "refused by the chat template"
         raise RequestError(str(error), param="messages") from None
+    else:
+        calls = len(result.requests) if isinstance(result, ToolRequests) else 0
+        log.outcome = f"{calls} tool call{'s' if calls > 1 else ''}" if calls else "answer"
     finally:
         log.end()
     if isinstance(result, ToolRequests):
         result = reply.with_sent_ids(result)
-        log.outcome = f"{len(result.requests)} tool call(s)"
-    else:
-        log.outcome = "answer"
     engine.memory.remember(assistant_message_for(result))
     return reply.finish(result, result.usage)
 
