@@ -80,6 +80,7 @@ def test_react_reader_agrees_with_the_parser_however_the_reply_is_split(
     assert isinstance(parsed, ToolRequests)
     expected = [(request.name, request.raw_arguments) for request in parsed.requests]
     assert calls_of(reply_format.calls, split(text, cuts)) == expected
+    assert calls_of(reply_format.calls, list(text)) == expected
 
 
 @settings(max_examples=150, deadline=None)
@@ -98,6 +99,7 @@ def test_wrapped_call_reader_agrees_with_the_parser_however_the_reply_is_split(
     assert isinstance(parsed, ToolRequests)
     expected = [(request.name, request.raw_arguments) for request in parsed.requests]
     assert calls_of(reply_format.calls, split(text, cuts)) == expected
+    assert calls_of(reply_format.calls, list(text)) == expected
 
 
 def test_arguments_stream_before_the_call_is_complete() -> None:

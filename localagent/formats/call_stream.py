@@ -126,9 +126,10 @@ class WrappedCallReader:
         value = self._value
         sent = value.position
         done = value.advance(self._text)
-        start = sent if value.start is None else max(sent, value.start)  # not the spaces before it
-        if value.position > start:
-            self._on_call(ArgumentsDelta(self._calls, self._text[start : value.position]))
+        if value.start is not None:  # the spaces before the value are not part of it
+            start = max(sent, value.start)
+            if value.position > start:
+                self._on_call(ArgumentsDelta(self._calls, self._text[start : value.position]))
         if not done:
             return False
         self._scan = self._value.position
