@@ -23,6 +23,7 @@ import httpx2
 import openai
 import pytest
 from server_processes import ServerProcess, localagent_server
+from tiny_server import CALCULATOR, READ_FILE
 
 from localagent.models import DEFAULT_MODEL, ResolvedModel
 
@@ -30,26 +31,6 @@ pytestmark = pytest.mark.slow
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TASK = "What is 12 times 7?"
-CALCULATOR = {
-    "type": "function",
-    "function": {
-        "name": "calculator",
-        "description": "Calculate an arithmetic expression.",
-        "parameters": {
-            "type": "object",
-            "properties": {"expression": {"type": "string"}},
-            "required": ["expression"],
-        },
-    },
-}
-READ_FILE = {
-    "type": "function",
-    "function": {
-        "name": "read_file",
-        "description": "Read a text file.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    },
-}
 MESSAGES = [
     {"role": "system", "content": "You are a careful assistant."},
     {"role": "user", "content": TASK},
@@ -430,6 +411,6 @@ def test_an_instruct_model_streams_calls_in_either_format(
         assert f"({tool_format} format" in server.log_text()
         assert record.finish_reason == "tool_calls"
         (call,) = record.calls
-        assert call["name"] == "read_file" and json.loads(call["arguments"]) == {"path": "notes.txt"}
+        assert call["name"] == "read_file" and json.loads(call["arguments"])["path"] == "notes.txt"
         whole = client.chat.completions.create(**body)
         assert (whole.choices[0].message.tool_calls or [])[0].function.arguments == call["arguments"]

@@ -1,4 +1,5 @@
-"""`localagent serve`'s app on a tiny random-weight GGUF, in-process through starlette's TestClient.
+"""`localagent serve`'s app on a tiny random-weight GGUF, in-process through starlette's TestClient;
+and the tools the serve tests send, as OpenAI clients write them.
 
 The engine is the real one (llama.cpp decoding under llguidance grammars); the weights are noise,
 so tests check what the server guarantees whatever the model writes.
