@@ -19,6 +19,10 @@ class LocalagentError(Exception):
     exit_code = 2
 
 
+class UserFileError(LocalagentError):
+    """A file the user named cannot be used; the message names the file and the problem, in one line."""
+
+
 class RecoverableTurnError(LocalagentError):
     """The model's reply could not be used; `feedback` tells the model what to write instead.
 

@@ -9,10 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from localagent import paths
 from localagent.errors import LocalagentError
+from localagent.mcp_servers.spec import McpServer
 from localagent.models import DEFAULT_MODEL
 
 ENV_PREFIX = "LOCALAGENT_"
@@ -84,6 +85,26 @@ class Settings(BaseModel):
     )
     timeout: float = Field(60.0, gt=0, le=3600, description="Seconds per HTTP request.")
     max_retries: int = Field(2, ge=0, le=10, description="HTTP retries on 429 and 5xx.")
+    mcp: tuple[McpServer, ...] = Field(
+        (),
+        description="An MCP server to start over stdio (repeatable); its tools join the tool set. In the "
+        "config file, [[mcp]] tables: command, args, env, prefix.",
+        json_schema_extra={"metavar": "'COMMAND ARGS…'"},
+    )
+
+    def record(self) -> dict[str, Any]:
+        """The settings as JSON for a transcript or a report, without the values of the MCP servers'
+        environment variables: they often hold keys."""
+        values = self.model_dump(mode="json")
+        for server in values["mcp"]:
+            server["env"] = dict.fromkeys(server["env"], "(not shown)")
+        return values
+
+    @field_validator("mcp", mode="before")
+    @classmethod
+    def _one_server(cls, value: Any) -> Any:
+        """One command line (as LOCALAGENT_MCP holds) is a list of one server."""
+        return [value] if isinstance(value, str | dict) else value
 
 
 FIELDS = tuple(Settings.model_fields)
@@ -103,6 +124,15 @@ def load_settings(
         values.update(_read_config(path))
     values.update(_from_environment(environ))
     values.update({key: value for key, value in flags.items() if value is not None})
+    return _validated(values)
+
+
+def settings_with(base: Settings, changes: Mapping[str, Any]) -> Settings:
+    """`base` with `changes`, validated as the config file is; SettingsError names each wrong value."""
+    return _validated({**base.model_dump(), **changes})
+
+
+def _validated(values: dict[str, Any]) -> Settings:
     try:
         return Settings(**values)
     except ValidationError as error:
@@ -118,6 +148,8 @@ def _read_config(path: Path) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"config file {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"config file {path} is not valid TOML: {error}") from None
     unknown = sorted(set(data) - set(FIELDS))

@@ -58,6 +58,10 @@ def request_problem(request: ToolRequest, tools: Mapping[str, Tool]) -> str | No
     return None
 
 
+def approve_all(tool: Tool, request: ToolRequest) -> bool:
+    return True
+
+
 @dataclass
 class _Outcome:
     content: str

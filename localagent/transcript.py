@@ -25,6 +25,12 @@ class TranscriptError(LocalagentError):
     exit_code = 1
 
 
+class TranscriptPathError(TranscriptError):
+    """The transcript's file cannot be created where the command asked for it."""
+
+    exit_code = 2
+
+
 class Transcript:
     def __init__(self, path: Path) -> None:
         self.path = path

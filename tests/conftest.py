@@ -22,7 +22,7 @@ EXTERNAL = Path(__file__).parent / "external"
 
 # Fixture modules shared by several test files: the replay HTTP server, the embedded model, tiny GGUFs,
 # real server processes.
-pytest_plugins = ["fixtures_http", "fixtures_local", "tiny_gguf", "server_processes"]
+pytest_plugins = ["fixtures_http", "fixtures_local", "tiny_gguf", "server_processes", "pytester"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

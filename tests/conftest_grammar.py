@@ -103,3 +103,36 @@ def compact_layout(text: str) -> str:
         out.append(c)
         in_string = c == '"'
     return "".join(out) + gap
+
+
+class _ByteVocabulary:
+    """One token per byte, and an end token: llguidance then checks text byte by byte, with no model."""
+
+    def __init__(self) -> None:
+        self.eos_token_id = 256
+        self.bos_token_id = None
+        self.tokens = [bytes([value]) for value in range(256)] + [b"<eos>"]
+        self.special_token_ids = [256]
+
+    def __call__(self, text: str | bytes) -> list[int]:
+        return list(text if isinstance(text, bytes) else text.encode())
+
+
+@cache
+def byte_tokenizer() -> llguidance.LLTokenizer:
+    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteVocabulary()), slices=[])
+
+
+def byte_matcher(grammar: str) -> llguidance.LLMatcher:
+    """A fresh llguidance matcher for `grammar` that reads bytes; feed it with `consume_text`."""
+    matcher = llguidance.LLMatcher(
+        byte_tokenizer(), llguidance.LLMatcher.grammar_from_lark(grammar), log_level=0
+    )
+    assert not matcher.is_error(), matcher.get_error()
+    return matcher
+
+
+def consume_text(matcher: llguidance.LLMatcher, text: str) -> bool:
+    """Feed `text` to a byte matcher; False (and the matcher left behind) when a byte is refused."""
+    data = list(text.encode())
+    return matcher.try_consume_tokens(data) == len(data)

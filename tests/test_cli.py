@@ -332,7 +332,7 @@ def test_grammar_show_check_and_test_work_together(tmp_path: Path) -> None:
     cases.write_text(json.dumps({"text": call, "expect": "reject"}))
     failed = localagent("grammar", "test", str(tmp_path / "g.lark"), "--cases", str(cases))
     assert failed.returncode == 1
-    assert "1 cases, 3 mismatches" in failed.stdout
+    assert "1 case, 1 mismatch" in failed.stdout  # counted per case, not per engine
 
 
 def test_grammar_check_reports_line_and_column(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from turn_runs import assert_well_formed, run_steps
 
+from localagent.agent import opening_messages
 from localagent.backends.llama_runtime import LoadSettings
 from localagent.backends.local_generator import LocalSettings
 from localagent.backends.local_turn import open_local_turn
-from localagent.cli.agent_setup import opening_messages
 from localagent.formats.tool_call import ToolCallFormat
 from localagent.messages import (
     Final,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -9,7 +10,6 @@ from conftest_grammar import gbnf_accepts, lark_accepts, llguidance_accepts
 
 from localagent.grammar_checks.engines import check_gbnf
 from localagent.schema_grammar.regex_syntax import (
-    JSON_RAW,
     MAX_CHAR,
     CharSet,
     Concat,
@@ -134,15 +134,16 @@ def test_anchors_only_at_the_ends(pattern: str) -> None:
         full_match(parse_regex(pattern), ANY)
 
 
-def test_json_safe_escapes_single_characters_and_restricts_sets() -> None:
+def test_json_safe_writes_each_character_as_json_does() -> None:
     assert re.fullmatch(to_regex(json_safe(parse_regex('a"b'))), 'a\\"b')
     assert re.fullmatch(to_regex(json_safe(parse_regex("\\n"))), "\\n")
     assert re.fullmatch(to_regex(json_safe(parse_regex("\\x01"))), "\\u0001")
-    restricted = json_safe(parse_regex("[^a]"))
-    assert isinstance(restricted, CharSet)
-    assert restricted == CharSet.char("a").complement().intersect(JSON_RAW)
-    with pytest.raises(UnsupportedPattern, match="only characters that JSON must escape"):
-        json_safe(parse_regex("[\r\n]"))
+    wide = to_regex(json_safe(parse_regex("[^a]")))
+    for char in ("b", "é", '"', "\\", "\n", "\x01", "\x1f", "\x7f"):
+        assert re.fullmatch(wide, json.dumps(char, ensure_ascii=False)[1:-1]), repr(char)
+    assert not re.fullmatch(wide, "a") and not re.fullmatch(wide, "\n") and not re.fullmatch(wide, '"')
+    assert json_safe(parse_regex("[a-z]")) == CharSet.of([(0x61, 0x7A)])
+    assert re.fullmatch(to_regex(json_safe(parse_regex("[\r\n]"))), "\\r")
 
 
 def test_bound_repeats_caps_only_unbounded_repetitions() -> None:

@@ -282,3 +282,53 @@ def test_a_dependency_missing_from_an_importable_module(
         match=r"^importing with_dep failed: ModuleNotFoundError: No module named 'not_installed",
     ):
         load_user_tool("with_dep:f")
+
+
+# hand-written schemas: Tool.from_spec
+
+
+DIALECT_TOOLS = """
+from localagent.tools.base import Tool
+from localagent.tools.spec import ToolSpec
+
+area = Tool.from_spec(
+    ToolSpec(
+        name="area",
+        parameters={
+            "type": "dict",
+            "properties": {
+                "base": {"type": "float"},
+                "sides": {"type": "tuple", "items": {"type": "integer"}},
+            },
+            "required": ["base"],
+        },
+    ),
+    lambda base, sides=(): f"{base} {list(sides)}",
+)
+never = {"type": "integer", "minimum": 5, "maximum": 1}
+broken = Tool.from_spec(
+    ToolSpec(name="broken", parameters={"type": "object", "properties": {"n": never}, "required": ["n"]}),
+    lambda n: n,
+)
+"""
+
+
+def test_a_hand_written_tool_in_the_bfcl_dialect_is_read_as_json_schema(tmp_path: Path) -> None:
+    path = tmp_path / "dialect_tools.py"
+    path.write_text(DIALECT_TOOLS)
+    tool = load_user_tool(f"{path}:area")
+    assert tool.spec.parameters["type"] == "object"
+    assert tool.spec.parameters["properties"]["base"] == {"type": "number"}
+    assert tool.spec.dialect == ("dict→object", "float→number", "tuple→array")
+    assert tool.run({"base": 2, "sides": [1, 2]}, CancelToken()) == "2 [1, 2]"
+
+
+def test_a_hand_written_schema_that_cannot_serve_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "dialect_tools.py"
+    path.write_text(DIALECT_TOOLS)
+    with pytest.raises(ToolLoadError) as error:
+        load_user_tool(f"{path}:broken")
+    assert str(error.value) == (
+        f"the schema of tool 'broken' ({path}:broken) cannot serve: #/properties/n: no integer lies between "
+        "`minimum` and `maximum` (and 'n' is required), so no value fits the schema"
+    )

@@ -105,6 +105,8 @@ def load_script(path: Path) -> ScriptedTurn:
         items = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ScriptError(f"cannot read script {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ScriptError(f"script {path} is not UTF-8 text") from None
     except json.JSONDecodeError as error:
         raise ScriptError(f"script {path} is not valid JSON: {error.msg} at line {error.lineno}") from None
     if not isinstance(items, list):

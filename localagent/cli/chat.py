@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
 from localagent import paths
+from localagent.agent import Agent
 from localagent.cancel import CancelToken
-from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent, opening_messages
+from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.line_input import LineReader
-from localagent.cli.options import backend_options
-from localagent.messages import HISTORY, Message, UserMessage
+from localagent.cli.options import backend_options, settings_from
+from localagent.messages import HISTORY, Message
+from localagent.transcript import default_transcript_path
 
 HELP = "Commands: /tools, /reset, /save FILE, /help, /quit (or Ctrl-D)."
 
@@ -31,11 +34,10 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
     ~/.local/state/localagent/chat_history. Ctrl-C cancels the current answer; Ctrl-D or /quit ends
     the session.
     """
-    agent = open_agent(params, workspace, yes=yes, transcript=None, show=True)
-    runner, tools = agent.runner, agent.tool_names
-    fresh: list[Message] = []
-    history = list(fresh)
-    click.echo(f"localagent chat on {agent.backend_name}. {HELP}", err=True)
+    path = default_transcript_path(paths.transcripts_dir())
+    agent = open_agent(settings_from(params), workspace, yes=yes, transcript=path, show=True)
+    history: list[Message] | None = None  # None: the next task opens a new conversation
+    click.echo(f"localagent chat on {agent.load().name}. {HELP}", err=True)
     lines = LineReader(paths.chat_history_path())
     try:
         while True:
@@ -45,15 +47,15 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
             if not line.strip():
                 continue
             if line.startswith("/"):
-                if _command(line.strip(), history, fresh, tools) == "quit":
+                command = _command(line.strip(), history or [], agent)
+                if command == "quit":
                     break
+                if command == "reset":
+                    history = None
                 continue
             cancel = CancelToken()
             with cancel_on_interrupt(cancel, lambda: click.echo("\ncancelling…", err=True)):
-                asked = (
-                    [*history, UserMessage(content=line)] if history else opening_messages(line, agent.root)
-                )
-                result = runner.run(asked, cancel)
+                result = agent.run(line, history=history, cancel=cancel)
             history = result.messages
             if result.answer:
                 click.echo(result.answer)
@@ -66,22 +68,23 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
                 )
     finally:
         lines.close()
-        agent.transcript.close()
-        click.echo(f"transcript: {agent.transcript_path}", err=True)
-        if agent.transcript.failure:
-            click.echo(f"localagent: error: {agent.transcript.failure}", err=True)
-    sys.exit(1 if agent.transcript.failure else 0)
+        agent.close()
+        click.echo(f"transcript: {path}", err=True)
+        if agent.transcript_failure:
+            click.echo(f"localagent: error: {agent.transcript_failure}", err=True)
+    sys.exit(1 if agent.transcript_failure else 0)
 
 
-def _command(line: str, history: list[Message], fresh: list[Message], tool_names: list[str]) -> str | None:
+def _command(line: str, history: Sequence[Message], agent: Agent) -> str | None:
+    """Run a slash command; "quit" and "reset" are left to the session."""
     name, _, argument = line.partition(" ")
     if name in ("/quit", "/exit"):
         return "quit"
     if name == "/reset":
-        history[:] = fresh
         click.echo("history cleared", err=True)
-    elif name == "/tools":
-        click.echo(", ".join(tool_names) or "(no tools)", err=True)
+        return "reset"
+    if name == "/tools":
+        click.echo(", ".join(tool.name for tool in agent.tools) or "(no tools)", err=True)
     elif name == "/save":
         if not argument.strip():
             click.echo("usage: /save FILE", err=True)
@@ -89,7 +92,7 @@ def _command(line: str, history: list[Message], fresh: list[Message], tool_names
         target = Path(argument.strip()).expanduser()
         try:
             target.write_text(
-                json.dumps(HISTORY.dump_python(history, mode="json"), ensure_ascii=False, indent=2)
+                json.dumps(HISTORY.dump_python(list(history), mode="json"), ensure_ascii=False, indent=2)
             )
         except OSError as error:
             click.echo(f"cannot save to {target}: {error.strerror}", err=True)

@@ -6,12 +6,16 @@ from pathlib import Path
 
 import click
 
+from localagent.errors import UserFileError
 from localagent.messages import ToolChoice, parse_tool_choice
 from localagent.tools.spec import ToolSpec, load_tool_specs
 
 
 def read_tool_specs(path: Path | None) -> list[ToolSpec]:
-    """Function specs from a JSON file, or the built-in default tools when no file is given."""
+    """Function specs from a JSON file, or the built-in default tools when no file is given.
+
+    A file that cannot be used raises UserFileError with one line naming it, the tool and the pointer.
+    """
     if path is None:
         from localagent.tools.loading import select_tools
         from localagent.tools.workspace import Workspace
@@ -20,11 +24,13 @@ def read_tool_specs(path: Path | None) -> list[ToolSpec]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        raise click.UsageError(f"cannot read tools file {path}: {error.strerror}") from None
+        raise UserFileError(f"cannot read tools file {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserFileError(f"tools file {path} is not UTF-8 text") from None
     try:
         return load_tool_specs(text)
     except ValueError as error:
-        raise click.UsageError(f"tools file {path}: {error}") from None
+        raise UserFileError(f"tools file {path}: {error}") from None
 
 
 def tool_choice_option(text: str, specs: list[ToolSpec]) -> ToolChoice:

@@ -70,12 +70,16 @@ def bfcl(
     from localagent.evaluation.bfcl_data import load_cases
     from localagent.evaluation.bfcl_eval import COLUMNS, evaluate_bfcl
     from localagent.models import resolve_model
+    from localagent.tools.spec import dialect_note
 
     check_category(category)
     folder = data_dir
     if not folder.is_dir():
         raise BfclDataError(f"BFCL data folder not found: {folder}")
     cases = load_cases(folder, category, limit)
+    dialect = dialect_note([f.spec() for case in cases for f in case.question.functions])
+    if dialect and not as_json:
+        click.echo(f"note: {dialect}", err=True)
     reporter = ProgressReporter(enabled=not as_json)
     resolved = resolve_model(model, progress=reporter.model_assembly)
     reporter.done()

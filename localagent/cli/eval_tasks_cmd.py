@@ -19,9 +19,8 @@ from localagent.errors import LocalagentError
 from localagent.evaluation.tasks import CATEGORIES, FixtureWorkspace, Task
 
 if TYPE_CHECKING:
+    from localagent.agent import Agent
     from localagent.evaluation.task_run import SuiteRun, TaskResult
-    from localagent.settings import Settings
-    from localagent.turn import ModelTurn
 
 
 @click.command(name="tasks")
@@ -90,17 +89,23 @@ def tasks(
         )
     folder = _transcripts_folder(transcripts)
     progress = ProgressReporter(enabled=True)
+    # The model loads once and the MCP servers start once for the whole suite; their notes are kept
+    # to show once at the end.
+    from localagent.agent import Agent
+    from localagent.cli.agent_setup import load_agent
+
     notices: list[str] = []
-    turn = _open_turn(settings, progress, notices)
-    if not as_json:
-        click.echo(f"{len(chosen)} tasks on {turn.name}; transcripts in {folder}", err=True)
-    outcome = _run_with_progress(chosen, suite.workspaces, turn, settings, folder, concurrency, progress)
+    with Agent(settings=settings, on_notice=notices.append) as agent:
+        backend = load_agent(agent, progress).name
+        if not as_json:
+            click.echo(f"{len(chosen)} tasks on {backend}; transcripts in {folder}", err=True)
+        outcome = _run_with_progress(chosen, suite.workspaces, agent, folder, concurrency, progress)
     for note in dict.fromkeys(notices):
         click.echo(f"note: {note}", err=True)
     if as_json:
         payload = {
-            "backend": turn.name,
-            "settings": settings.model_dump(mode="json"),
+            "backend": backend,
+            "settings": settings.record(),
             "transcripts": str(folder),
             "cancelled": outcome.cancelled,
             **outcome.summary(),
@@ -108,7 +113,7 @@ def tasks(
         }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        click.echo(render_task_report(outcome, turn.name, folder))
+        click.echo(render_task_report(outcome, backend, folder))
     if outcome.cancelled:
         sys.exit(130)
 
@@ -124,22 +129,10 @@ def _transcripts_folder(chosen: Path | None) -> Path:
     return folder
 
 
-def _open_turn(settings: Settings, progress: ProgressReporter, notices: list[str]) -> ModelTurn:
-    """The backend, built once for the whole suite; its notices are kept to show once at the end."""
-    from localagent.backends.factory import open_backend
-
-    if not settings.api_base and not settings.model.startswith("script:"):
-        progress.stage(f"loading {settings.model}")
-    turn = open_backend(settings, progress.model_assembly, notices.append)
-    progress.done()
-    return turn
-
-
 def _run_with_progress(
     chosen: list[Task],
     workspaces: dict[str, FixtureWorkspace],
-    turn: ModelTurn,
-    settings: Settings,
+    agent: Agent,
     folder: Path,
     concurrency: int,
     progress: ProgressReporter,
@@ -164,9 +157,8 @@ def _run_with_progress(
     with cancel_on_interrupt(cancel, first_interrupt):
         outcome = run_suite(
             chosen,
-            turn,
+            agent,
             workspaces=workspaces,
-            max_steps=settings.max_steps,
             transcripts=folder,
             concurrency=concurrency,
             cancel=cancel,

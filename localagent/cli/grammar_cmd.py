@@ -9,7 +9,9 @@ from pathlib import Path
 import click
 
 from localagent.cli.common import TOOL_CHOICE, TOOLS_FILE, read_tool_specs, tool_choice_option
+from localagent.errors import UserFileError
 from localagent.texttag.grammar import GrammarOptions, build_grammar
+from localagent.tools.spec import dialect_note
 
 
 @click.group()
@@ -51,6 +53,9 @@ def show(
     options = GrammarOptions(max_actions=max_actions, prompt_format=prompt_format)  # type: ignore[arg-type]
     generated = build_grammar(specs, choice, options)
     click.echo(generated.lark if output_format == "lark" else generated.gbnf, nl=False)
+    dialect = dialect_note(specs)
+    if dialect:
+        click.echo(f"// note: {dialect}", err=True)
     for note in generated.loose:
         click.echo(f"// approximated: {note}", err=True)
 
@@ -93,42 +98,55 @@ def check(files: tuple[Path, ...]) -> None:
 def test_cases(file: Path, cases_path: Path) -> None:
     """Run sample texts through FILE in every engine and compare with what each case expects.
 
-    Prints a table; exit status 1 on any mismatch.
+    Prints a table; exit status 1 when a case gets another verdict than it expects in any engine, or
+    when an engine cannot compile FILE (its error is shown and its column left out).
     """
     from localagent.grammar_checks.files import ENGINES, GrammarFile, accepts, check_file
 
     grammar_file = GrammarFile.read(file)
     cases = read_cases(cases_path)
-    broken = {
-        engine
-        for engine, found in check_file(grammar_file).items()
-        if any(not p.message.startswith("warning: ") for p in found)
-    }
-    header = f"{'#':>3}  {'expect':<7}" + "".join(f"{engine:>12}" for engine in ENGINES) + "  text"
-    click.echo(header)
+    working = []
+    for engine, found in check_file(grammar_file).items():
+        errors = [p for p in found if not p.message.startswith("warning: ")]
+        if errors:
+            where = f"{file}:{errors[0].line}:{errors[0].column}" if errors[0].line is not None else f"{file}"
+            click.echo(click.style(f"{engine}: cannot compile {where}: {errors[0].message}", fg="red"))
+        else:
+            working.append(engine)
     mismatches = 0
+    if working:
+        click.echo(f"{'#':>3}  {'expect':<7}" + "".join(f"{engine:>12}" for engine in working) + "  text")
     for number, (text, expect) in enumerate(cases, start=1):
-        cells = []
-        for engine in ENGINES:
-            if engine in broken:
-                cells.append(click.style(f"{'no grammar':>12}", fg="red"))
-                mismatches += 1
-                continue
-            verdict = "accept" if accepts(grammar_file, engine, text) else "reject"
-            good = verdict == expect
-            mismatches += not good
-            cells.append(click.style(f"{verdict:>12}", fg="green" if good else "red"))
+        if not working:
+            break
+        verdicts = ["accept" if accepts(grammar_file, engine, text) else "reject" for engine in working]
+        mismatches += any(verdict != expect for verdict in verdicts)
+        cells = "".join(
+            click.style(f"{verdict:>12}", fg="green" if verdict == expect else "red") for verdict in verdicts
+        )
         shown = text if len(text) <= 50 else text[:47] + "..."
-        click.echo(f"{number:>3}  {expect:<7}" + "".join(cells) + f"  {shown!r}")
-    click.echo(f"{len(cases)} cases, {mismatches} mismatches")
-    sys.exit(1 if mismatches else 0)
+        click.echo(f"{number:>3}  {expect:<7}{cells}  {shown!r}")
+    broken = len(ENGINES) - len(working)
+    summary = f"{_count(len(cases), 'case')}, {_count(mismatches, 'mismatch')}"
+    if not working:
+        summary = f"{_count(len(cases), 'case')} not run: no engine compiles {file}"
+    elif broken:
+        summary += f"; {_count(broken, 'engine')} cannot compile {file}"
+    click.echo(summary)
+    sys.exit(1 if mismatches or broken else 0)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}{'es' if noun.endswith('h') else 's'}"
 
 
 def read_cases(path: Path) -> list[tuple[str, str]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as error:
-        raise click.UsageError(f"cannot read cases file {path}: {error.strerror}") from None
+        raise UserFileError(f"cannot read cases file {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserFileError(f"cases file {path} is not UTF-8 text") from None
     cases = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -136,7 +154,7 @@ def read_cases(path: Path) -> list[tuple[str, str]]:
         try:
             case = json.loads(line)
         except json.JSONDecodeError as error:
-            raise click.UsageError(f"{path}:{number}: not valid JSON: {error.msg}") from None
+            raise UserFileError(f"{path}:{number}: not valid JSON: {error.msg}") from None
         if (
             not isinstance(case, dict)
             or not isinstance(case.get("text"), str)
@@ -146,10 +164,9 @@ def read_cases(path: Path) -> list[tuple[str, str]]:
                 "reject",
             )
         ):
-            raise click.UsageError(
-                f'{path}:{number}: expected {{"text": "...", "expect": "accept" or "reject"}}'
-            )
+            wanted = '{"text": "...", "expect": "accept" or "reject"}'
+            raise UserFileError(f"{path}:{number}: expected {wanted}")
         cases.append((case["text"], case["expect"]))
     if not cases:
-        raise click.UsageError(f"{path} has no cases")
+        raise UserFileError(f"{path} has no cases")
     return cases

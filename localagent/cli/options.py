@@ -33,6 +33,7 @@ FLAG_SETTINGS = (
     "n_ctx",
     "decoder",
     "timeout",
+    "mcp",
 )
 SHORT_FLAGS = {"model": "-m"}
 
@@ -42,12 +43,14 @@ def setting_option(name: str) -> Callable[[F], F]:
     field = Settings.model_fields[name]
     flags = [f"--{name.replace('_', '-')}", *([SHORT_FLAGS[name]] if name in SHORT_FLAGS else [])]
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    repeated = _is_sequence(field)
     return click.option(
         *flags,
         name,
-        type=_click_type(field),
+        type=str if repeated else _click_type(field),
+        multiple=repeated,
         metavar=extra.get("metavar"),
-        help=_help(field),
+        help=field.description if repeated else _help(field),
     )
 
 
@@ -68,7 +71,13 @@ def backend_options(function: F) -> F:
 
 def settings_from(params: dict[str, Any]) -> Settings:
     flags = {name: params.pop(name, None) for name in FLAG_SETTINGS}
+    # A repeatable flag not given is (); it leaves the setting to the environment and the config file.
+    flags = {name: None if value == () else value for name, value in flags.items()}
     return load_settings(flags, params.pop("config_path", None))
+
+
+def _is_sequence(field: FieldInfo) -> bool:
+    return typing.get_origin(field.annotation) in (tuple, list)
 
 
 def _click_type(field: FieldInfo) -> Any:

@@ -17,6 +17,7 @@ from localagent.texttag.parser import parse_reply
 from localagent.tool_execution import choice_refusal, request_problem, too_many_requests
 from localagent.tools.base import Tool
 from localagent.tools.loading import select_tools
+from localagent.tools.spec import dialect_note
 from localagent.tools.workspace import Workspace
 
 
@@ -34,6 +35,9 @@ def parse(tools_file: Path | None, tool_choice: str, tolerant: bool) -> None:
     tools = _tools(tools_file)
     specs = [tool.spec for tool in tools.values()]
     choice = tool_choice_option(tool_choice, specs)
+    dialect = dialect_note(specs)
+    if dialect:
+        click.echo(f"note: {dialect}", err=True)
     text = sys.stdin.read()
     counter = iter(range(1, 1_000_000))
     try:

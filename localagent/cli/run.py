@@ -9,12 +9,15 @@ from typing import Any
 
 import click
 
+from localagent import paths
 from localagent.cancel import CancelToken
-from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent, opening_messages
+from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent
+from localagent.cli.display import shorten
 from localagent.cli.interrupt import cancel_on_interrupt
-from localagent.cli.options import backend_options
+from localagent.cli.options import backend_options, settings_from
 from localagent.messages import HISTORY
 from localagent.runner import RunResult
+from localagent.transcript import default_transcript_path
 
 
 @click.command()
@@ -45,8 +48,8 @@ def run(
     if not task.strip():
         raise click.UsageError('TASK is empty: say what to do, as in: localagent run "What is 17 * 23?"')
     silent = as_json or quiet
-    agent = open_agent(params, workspace, yes=yes, transcript=transcript, show=not silent)
-    history = opening_messages(task, agent.root)
+    path = transcript or default_transcript_path(paths.transcripts_dir())
+    agent = open_agent(settings_from(params), workspace, yes=yes, transcript=path, show=not silent)
     cancel = CancelToken()
 
     def first_interrupt() -> None:
@@ -55,13 +58,13 @@ def run(
 
     try:
         with cancel_on_interrupt(cancel, first_interrupt):
-            result = agent.runner.run(history, cancel)
+            result = agent.run(task, cancel=cancel)
     finally:
-        agent.transcript.close()
-    report(result, agent.transcript_path, as_json=as_json)
-    if agent.transcript.failure:
-        click.echo(f"localagent: error: {agent.transcript.failure}", err=True)
-    sys.exit(0 if result.status == "final" and not agent.transcript.failure else 1)
+        agent.close()
+    report(result, path, as_json=as_json)
+    if agent.transcript_failure:
+        click.echo(f"localagent: error: {agent.transcript_failure}", err=True)
+    sys.exit(0 if result.status == "final" and not agent.transcript_failure else 1)
 
 
 def report(result: RunResult, transcript: Path, *, as_json: bool) -> None:
@@ -81,7 +84,7 @@ def report(result: RunResult, transcript: Path, *, as_json: bool) -> None:
     if result.answer:
         click.echo(result.answer)
     if result.status != "final":
-        reason = f": {result.error}" if result.error else ""
+        reason = f": {shorten(result.error)}" if result.error else ""  # one line; the transcript has it all
         click.echo(
             f"localagent: run ended with status {result.status}{reason} (transcript: {transcript})", err=True
         )

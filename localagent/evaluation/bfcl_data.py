@@ -5,8 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from localagent.errors import LocalagentError
-from localagent.evaluation.bfcl_functions import BfclCall, BfclQuestion, load_answers, load_questions
+from localagent.evaluation.bfcl_functions import (
+    BfclCall,
+    BfclFunction,
+    BfclQuestion,
+    load_answers,
+    load_questions,
+)
+from localagent.tools.spec import describe_spec_error, schema_problem
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
 
@@ -43,9 +52,24 @@ def load_cases(data_dir: Path, category: str, limit: int | None = None) -> list[
     try:
         questions = load_questions(questions_file)[:limit]
         answers = load_answers(answers_file) if category != "irrelevance" else {}
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, UnicodeDecodeError, ValueError) as error:
         raise BfclDataError(f"cannot read the BFCL data in {data_dir}: {error}") from None
     missing = [q.id for q in questions if category != "irrelevance" and q.id not in answers]
     if missing:
         raise BfclDataError(f"the answer key in {data_dir} has no entry for {missing[0]}")
+    for question in questions:
+        for function in question.functions:
+            problem = _function_problem(function)
+            if problem:
+                raise BfclDataError(f"{questions_file}: question {question.id}: {problem}")
     return [BfclCase(question, answers.get(question.id, [])) for question in questions]
+
+
+def _function_problem(function: BfclFunction) -> str | None:
+    """Why a function cannot be offered as a tool (a bad name, a schema that cannot serve), or None."""
+    try:
+        spec = function.spec()
+    except ValidationError as error:
+        return f"function {function.name!r}: {describe_spec_error(error)}"
+    problem = schema_problem(spec)
+    return f"tool {spec.name!r}: {problem}" if problem else None

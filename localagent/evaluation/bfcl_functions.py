@@ -14,9 +14,8 @@ from typing import Any
 
 import jsonschema
 
+from localagent.schema_grammar.dialect import from_gorilla_dialect
 from localagent.tools.spec import ToolSpec
-
-_TYPES = {"dict": "object", "float": "number", "tuple": "array"}
 
 
 @dataclass(frozen=True)
@@ -27,8 +26,7 @@ class BfclFunction:
 
     def spec(self) -> ToolSpec:
         """The function as a tool the model is offered, with its parameters as real JSON Schema."""
-        parameters = bfcl_to_json_schema(self.parameters)
-        return ToolSpec(name=self.name, description=self.description, parameters=parameters)
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
 
 
 @dataclass(frozen=True)
@@ -43,53 +41,51 @@ BfclCall = tuple[str, dict[str, list[Any]]]
 
 
 def load_questions(path: Path | str) -> list[BfclQuestion]:
+    """The questions of one BFCL file; ValueError naming the line when a record is not a question."""
     questions = []
-    for record in _json_lines(path):
-        functions = [
-            BfclFunction(f["name"], f.get("description", ""), f.get("parameters", {}))
-            for f in record["function"]
-        ]
-        questions.append(BfclQuestion(record["id"], record["question"], functions))
+    for number, record in _json_lines(path):
+        try:
+            functions = [
+                BfclFunction(f["name"], f.get("description", ""), f.get("parameters", {}))
+                for f in record["function"]
+            ]
+            questions.append(BfclQuestion(record["id"], record["question"], functions))
+        except (KeyError, TypeError, AttributeError):
+            raise ValueError(f"{Path(path).name}, line {number}: not a BFCL question") from None
     return questions
 
 
 def load_answers(path: Path | str) -> dict[str, list[BfclCall]]:
     """Question id -> the expected calls (in any order, for the parallel categories)."""
     answers = {}
-    for record in _json_lines(path):
-        answers[record["id"]] = [
-            (name, arguments) for call in record["ground_truth"] for name, arguments in call.items()
-        ]
+    for number, record in _json_lines(path):
+        try:
+            answers[record["id"]] = [
+                (name, arguments) for call in record["ground_truth"] for name, arguments in call.items()
+            ]
+        except (KeyError, TypeError, AttributeError):
+            raise ValueError(f"{Path(path).name}, line {number}: not a BFCL answer") from None
     return answers
 
 
-def _json_lines(path: Path | str) -> list[dict[str, Any]]:
+def _json_lines(path: Path | str) -> list[tuple[int, Any]]:
+    """(line number, record) for each non-blank line; ValueError naming the line that is not JSON."""
+    records = []
     with Path(path).open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((number, json.loads(line)))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{Path(path).name}, line {number}: not valid JSON ({error.msg})") from None
+    return records
 
 
 def bfcl_to_json_schema(parameters: Any) -> Any:
-    """Map BFCL's near-JSON-schema to JSON Schema: dict -> object, float -> number, tuple -> array,
-    any -> no type; the non-standard `optional` flag is dropped (`required` decides)."""
-    if not isinstance(parameters, dict):
-        return parameters
-    schema: dict[str, Any] = {}
-    for key, value in parameters.items():
-        if key == "type":
-            types = [_TYPES.get(t, t) for t in (value if isinstance(value, list) else [value]) if t != "any"]
-            if types:
-                schema["type"] = types if isinstance(value, list) else types[0]
-        elif key == "properties" and isinstance(value, dict):
-            schema[key] = {name: bfcl_to_json_schema(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties"):
-            schema[key] = (
-                [bfcl_to_json_schema(s) for s in value]
-                if isinstance(value, list)
-                else bfcl_to_json_schema(value)
-            )
-        elif key != "optional":
-            schema[key] = value
-    return schema
+    """BFCL's near-JSON-schema as JSON Schema: dict -> object, float -> number, tuple -> array, any -> no
+    type, in every subschema; the non-standard `optional` flag is dropped (`required` decides)."""
+    return from_gorilla_dialect(parameters).schema
 
 
 def representative_arguments(schema: dict[str, Any], accepted: dict[str, list[Any]]) -> dict[str, Any]:

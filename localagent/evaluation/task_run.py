@@ -1,7 +1,8 @@
-"""Running suite tasks through the real runner and tools, one fresh copy of a workspace each.
+"""Running suite tasks through the real agent and tools, one fresh copy of a workspace each.
 
-`run_suite` takes an already-built ModelTurn, so any backend (a local model loaded once, a server,
-a script) can be judged the same way, from the CLI or from Python.
+`run_suite` takes an Agent (its model loaded once, its MCP servers started once, for every task) or
+a ready ModelTurn, so any backend (a local model, a server, a script) is judged the same way, from
+the CLI or from Python. Each task runs on a copy of the agent with the task's own tools and workspace.
 """
 
 from __future__ import annotations
@@ -19,33 +20,21 @@ from pathlib import Path
 from queue import Queue
 from typing import Any
 
+from localagent.agent import Agent
 from localagent.cancel import CancelToken
 from localagent.evaluation.task_checks import check_run, snapshot
 from localagent.evaluation.tasks import CATEGORIES, FixtureWorkspace, Task
 from localagent.events import Event, FormatError, ToolFinished
-from localagent.messages import AssistantMessage, Message, ToolMessage
-from localagent.runner import Runner, RunnerSettings
-from localagent.tool_execution import Approver
-from localagent.tools.base import Tool
-from localagent.tools.loading import select_tools
-from localagent.tools.workspace import Workspace
+from localagent.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from localagent.runner import RunResult
+from localagent.tool_execution import Approver, approve_all
 from localagent.transcript import Transcript
 from localagent.turn import ModelTurn
 
-# A run's first messages, from the task's question and its workspace.
+# A run's first messages, from the task's question and its workspace; by default those of
+# `localagent run` (the instructions, then the question after a view of the workspace).
 Opening = Callable[[str, Path], list[Message]]
 OnResult = Callable[["TaskResult"], None]
-
-
-def default_opening(question: str, workspace: Path) -> list[Message]:
-    """The first messages `localagent run` starts with."""
-    from localagent.cli.agent_setup import opening_messages
-
-    return opening_messages(question, workspace)
-
-
-def approve_all(tool: Tool, request: object) -> bool:
-    return True
 
 
 @dataclass(frozen=True)
@@ -120,20 +109,20 @@ def _totals(results: Sequence[TaskResult]) -> dict[str, Any]:
 
 def run_suite(
     tasks: Sequence[Task],
-    turn: ModelTurn,
+    agent: Agent | ModelTurn,
     *,
     workspaces: Mapping[str, FixtureWorkspace],
-    max_steps: int = 12,
     transcripts: Path | None = None,
     concurrency: int = 1,
     cancel: CancelToken | None = None,
     on_result: OnResult | None = None,
-    opening: Opening = default_opening,
+    opening: Opening | None = None,
 ) -> SuiteRun:
-    """Run each task; `concurrency` > 1 runs tasks in threads, so `turn` must then be thread-safe.
+    """Run each task; `concurrency` > 1 runs tasks in threads, so the model must then be thread-safe.
 
     A cancelled suite stops starting tasks; the tasks it interrupted are left out of the results.
     """
+    agent = agent if isinstance(agent, Agent) else Agent(model=agent)
     cancel = cancel or CancelToken()
     base = Path(tempfile.mkdtemp(prefix="localagent-tasks-"))
     places: Queue[Path] = Queue()  # one folder per worker, reused task after task
@@ -146,8 +135,7 @@ def run_suite(
             return run_task(
                 task,
                 workspaces[task.workspace],
-                turn,
-                max_steps=max_steps,
+                agent,
                 transcript=transcripts / f"{task.id}.jsonl" if transcripts else None,
                 cancel=cancel,
                 opening=opening,
@@ -190,12 +178,11 @@ def run_suite(
 def run_task(
     task: Task,
     fixture: FixtureWorkspace,
-    turn: ModelTurn,
+    agent: Agent | ModelTurn,
     *,
-    max_steps: int = 12,
     transcript: Path | None = None,
     cancel: CancelToken | None = None,
-    opening: Opening = default_opening,
+    opening: Opening | None = None,
     approve: Approver = approve_all,
     parent: Path | None = None,
 ) -> TaskResult:
@@ -210,15 +197,11 @@ def run_task(
         prompt_tokens = completion_tokens = 0
         started = time.monotonic()
         try:
-            runner = Runner(
-                turn,
-                select_tools(task.tools, Workspace(root)),
-                RunnerSettings(max_steps=max_steps),
-                on_event=events.append,
-                approve=approve,
-                transcript=record,
+            base = agent if isinstance(agent, Agent) else Agent(model=agent)
+            task_agent = base.copy(
+                workspace=root, tools=task.tools, approve=approve, transcript=record, on_event=events.append
             )
-            result = runner.run(opening(task.question, root), cancel)
+            result = _run_opening(task_agent, task.question, root, opening, cancel)
             status, answer, steps, error = result.status, result.answer, result.steps, result.error
             messages = result.messages
             prompt_tokens, completion_tokens = result.usage.prompt_tokens, result.usage.completion_tokens
@@ -251,6 +234,17 @@ def run_task(
         problems=verdict.problems,
         transcript=transcript,
     )
+
+
+def _run_opening(
+    agent: Agent, question: str, root: Path, opening: Opening | None, cancel: CancelToken | None
+) -> RunResult:
+    if opening is None:
+        return agent.run(question, cancel=cancel)
+    *history, last = opening(question, root)
+    if not isinstance(last, UserMessage):
+        raise ValueError("an opening must end with the user's task")
+    return agent.run(last.content, history=history, cancel=cancel)
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from localagent.formats.base import GrammarBuildError, ReplyGrammar, allowed_too
 from localagent.messages import ToolChoice
 from localagent.schema_grammar.compiler import (
     GrammarLimits,
+    SchemaGrammarError,
     reachable_rules,
     render_rules,
     schema_rules,
@@ -90,7 +91,10 @@ def build_tool_call_grammar(
         loose: list[str] = []
         argument_rules: dict[str, str] = {}
         for index, tool in enumerate(callable_tools):
-            converted = schema_rules(tool.grammar_schema, f"t{index}", options.limits)
+            try:
+                converted = schema_rules(tool.grammar_schema, f"t{index}", options.limits, root_type="object")
+            except SchemaGrammarError as error:
+                raise GrammarBuildError(f"tool {tool.name!r}: {error}") from None
             alternatives.append(f'{lark_string(call_prefix(tool.name))} {converted.root} "}}"')
             argument_rules.update(converted.rules)
             loose.extend(f"{tool.name}: {note}" for note in converted.loose)

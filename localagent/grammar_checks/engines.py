@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import llama_cpp
 import llguidance
+import regex
 from lark import Lark
 from lark.exceptions import LarkError
 
@@ -22,6 +23,8 @@ from localagent.backends.vocabulary import build_tokenizer
 from localagent.models import DEFAULT_MODEL, resolve_model
 
 Engine = Literal["lark", "llguidance", "gbnf"]
+# lark compiles terminals with the `regex` package when it is installed, as it is with localagent.
+REGEX_ERRORS = (re.error, regex.error)
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ def check_lark(text: str) -> list[GrammarProblem]:
     """Build the parser localagent parses replies with; lark reports one problem at a time."""
     try:
         Lark(text, parser="earley", lexer="dynamic")
-    except (LarkError, re.error) as error:
+    except (LarkError, *REGEX_ERRORS) as error:
         line = getattr(error, "line", None)
         column = getattr(error, "column", None)
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from localagent.schema_grammar.keywords import ANNOTATIONS, NoValue, SchemaGrammarError
+from localagent.schema_grammar.keywords import (
+    ANNOTATIONS,
+    NoValue,
+    SchemaGrammarError,
+    declared_types,
+    has_type,
+    json_equal,
+)
 
 Note = Callable[[str, str], None]  # (where, message): records a keyword the result only approximates
 
@@ -16,19 +23,30 @@ _MAX_DISTRIBUTED = 16
 
 
 def resolve(root: Any, ref: str) -> Any:
-    """The subschema of `root` that the local `$ref` points at; LookupError for any other reference."""
+    """The subschema of `root` that the local `$ref` points at (RFC 6901: `#/a//b` has an empty key).
+
+    Raises LookupError, with the reason, for a pointer into nothing or a reference outside the schema.
+    """
     if not ref.startswith("#"):
-        raise LookupError("only references inside the same schema are supported")
-    node = root
-    for part in [p for p in ref[1:].split("/") if p]:
-        key = unquote(part).replace("~1", "/").replace("~0", "~")
+        raise LookupError("only references inside the same schema (#/...) are supported")
+    path = unquote(ref[1:])
+    if path and not path.startswith("/"):
+        raise LookupError("only JSON pointers (#/...) are supported, not anchors")
+    node, walked = root, "#"
+    for part in path.split("/")[1:]:
+        key = part.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and key in node:
             node = node[key]
         elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
             node = node[int(key)]
         else:
-            raise LookupError(f"no {key!r} in the schema")
+            raise LookupError(f"there is no {key!r} in {walked}")
+        walked += f"/{part}"
     return node
+
+
+def unresolvable(where: str, ref: Any, problem: LookupError) -> SchemaGrammarError:
+    return SchemaGrammarError(f"{where}: `$ref` {ref!r} cannot be followed: {problem}")
 
 
 def merge_all_of(schema: dict[str, Any], root: Any, note: Note, where: str) -> Any:
@@ -58,7 +76,7 @@ class _Merger:
         rest = {k: v for k, v in schema.items() if k != "allOf"}
         parts = [self.dereferenced(m, where) for m in ([rest, *members] if rest else members)]
         if any(p is False for p in parts):
-            raise NoValue(where)
+            raise NoValue(where, "an `allOf` member is `false`")
         parts = [p for p in parts if p is not True]
         for index, part in enumerate(parts):
             if not isinstance(part, dict):
@@ -91,7 +109,10 @@ class _Merger:
             if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
                 return schema
             siblings = {k: v for k, v in schema.items() if k != "$ref"}
-            target = resolve(self.root, schema["$ref"])
+            try:
+                target = resolve(self.root, schema["$ref"])
+            except LookupError as problem:
+                raise unresolvable(where, schema["$ref"], problem) from None
             if not siblings:
                 schema = target
             elif isinstance(target, dict):
@@ -104,24 +125,26 @@ class _Merger:
         if key in ANNOTATIONS or old == new:
             return old
         if key == "type":
-            kept = [
-                t for t in dict.fromkeys(_as_list(old) + _as_list(new)) if _allows(old, t) and _allows(new, t)
-            ]
+            old, new = declared_types(old, where), declared_types(new, where)
+            kept = [t for t in dict.fromkeys(old + new) if _allows(old, t) and _allows(new, t)]
             if not kept:
-                raise NoValue(where)
+                raise NoValue(where, f"the `allOf` members have no type in common ({old} and {new})")
             return kept
         if key == "enum" and isinstance(old, list) and isinstance(new, list):
-            return [value for value in old if value in new]
+            return [value for value in old if any(json_equal(value, other) for other in new)]
         if key == "const":
-            raise NoValue(where)
+            if json_equal(old, new):
+                return old
+            raise NoValue(where, "two `allOf` members have different `const` values")
         if key == "properties" and isinstance(old, dict) and isinstance(new, dict):
             both = {**old, **new}
             return {k: {"allOf": [old[k], new[k]]} if k in old and k in new else v for k, v in both.items()}
         if key == "required" and isinstance(old, list) and isinstance(new, list):
-            return list(dict.fromkeys(old + new))
-        if key in ("minimum", "minLength", "minItems", "exclusiveMinimum", "minProperties"):
+            return [*old, *(name for name in new if name not in old)]
+        both_numbers = has_type(old, "number") and has_type(new, "number")
+        if key in ("minimum", "minLength", "minItems", "exclusiveMinimum", "minProperties") and both_numbers:
             return max(old, new)
-        if key in ("maximum", "maxLength", "maxItems", "exclusiveMaximum", "maxProperties"):
+        if key in ("maximum", "maxLength", "maxItems", "exclusiveMaximum", "maxProperties") and both_numbers:
             return min(old, new)
         if key == "additionalProperties" and (old is False or new is False):
             self.note(

@@ -8,53 +8,54 @@ arrays are rules. Everything is bounded (string length, items, extra properties,
 What a grammar cannot express exactly is approximated by a looser rule and listed in `SchemaRules.loose`;
 callers validate the parsed value against the schema afterwards.
 
-The JSON lexemes are in `json_lexemes.py`, integer ranges in `integer_ranges.py`, object bodies in
-`object_rules.py`, `allOf` merging in `all_of.py` and the keyword vocabulary in `schema_keywords.py`.
+Choices that narrow what the schema allows, so that a small model writes one plain form:
+- objects with `properties` or `required` are closed unless `additionalProperties` (or
+  `patternProperties`) says otherwise, and their known properties come in schema order;
+- the layout above; integers without an exponent; at most 16 digits before the point;
+- the bounds in `GrammarLimits` where the schema sets none (string length, items, extra properties,
+  depth of untyped values);
+- `format` date, time, date-time and uuid are written in their RFC 3339 / RFC 4122 form.
+
+The JSON lexemes are in `json_lexemes.py`, bounded numbers and `enum` values in `scalar_rules.py`
+(integer ranges in `integer_ranges.py`), object bodies in `object_rules.py`, array bodies in
+`array_rules.py`, `allOf` merging in `all_of.py`, the keyword vocabulary in `keywords.py` and the
+Gorilla/BFCL dialect in `dialect.py`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from localagent.schema_grammar.all_of import merge_all_of, resolve
+from localagent.schema_grammar.all_of import merge_all_of, resolve, unresolvable
+from localagent.schema_grammar.array_rules import array_body
 from localagent.schema_grammar.integer_ranges import integer_range_regex
 from localagent.schema_grammar.json_lexemes import (
     DEFAULT_LIMITS,
-    INT_LIMIT,
-    NUMBER_REGEX,
     GrammarLimits,
     lark_literal,
-    layout_regex,
-    list_of,
     repeat,
-    sequence,
     shared_rules,
 )
 from localagent.schema_grammar.keywords import (
     ANNOTATIONS,
     APPLICATORS,
-    ARRAY_KEYS,
     FORMATS,
-    NUMBER_KEYS,
-    OBJECT_KEYS,
-    STRING_KEYS,
+    TYPED_KEYS,
     TYPES,
     UNSUPPORTED,
     NoValue,
     SchemaGrammarError,
-    bound,
     count,
-    has_type,
+    declared_types,
     json_text,
     pointer,
 )
 from localagent.schema_grammar.object_rules import key_excluding, object_body
 from localagent.schema_grammar.regex_syntax import (
-    JSON_RAW,
+    MAX_CHAR,
+    CharSet,
     Node,
     Repeat,
     UnsupportedPattern,
@@ -65,8 +66,8 @@ from localagent.schema_grammar.regex_syntax import (
     parse_regex,
     to_regex,
 )
-from localagent.schema_grammar.regex_syntax import Alt as RegexAlt
 from localagent.schema_grammar.regex_syntax import Concat as RegexConcat
+from localagent.schema_grammar.scalar_rules import enum_rule, integer_rule, number_rule
 
 __all__ = [
     "GrammarLimits",
@@ -112,17 +113,32 @@ def reachable_rules(rules: dict[str, str], start: str) -> dict[str, str]:
     return {name: body for name, body in rules.items() if name in seen}
 
 
-def schema_rules(schema: Any, prefix: str, limits: GrammarLimits = DEFAULT_LIMITS) -> SchemaRules:
-    """Lark rules for `schema`, all named `{prefix}_...` (rules) or `{PREFIX}_...` (terminals)."""
+def schema_rules(
+    schema: Any, prefix: str, limits: GrammarLimits = DEFAULT_LIMITS, *, root_type: str | None = None
+) -> SchemaRules:
+    """Lark rules for `schema`, all named `{prefix}_...` (rules) or `{PREFIX}_...` (terminals).
+
+    `root_type` narrows the top-level value to one type (tool arguments are always an object).
+    Raises SchemaGrammarError, whose message starts with the JSON pointer of the problem.
+    """
     if not re.fullmatch(r"[a-z][a-z0-9_]*", prefix):
         raise ValueError(f"grammar prefix must match [a-z][a-z0-9_]*, not {prefix!r}")
+    if root_type is not None and root_type not in TYPES:
+        raise ValueError(f"root_type must be one of {', '.join(TYPES)}, not {root_type!r}")
     converter = _Converter(schema, prefix, limits)
-    converter.refs["#"] = prefix
+    top = schema
+    if root_type is None:
+        converter.refs["#"] = prefix
+    elif isinstance(schema, dict) and schema.get("type") != root_type:
+        top = {"allOf": [{"type": root_type}, schema]}
+    elif schema is True:
+        top = {"type": root_type}
     try:
-        converter.visit_named(schema, prefix, "#")  # defines `prefix` first
+        converter.visit_named(top, prefix, "#")  # defines `prefix` first
     except NoValue as nothing:
-        raise SchemaGrammarError(f"{nothing}: the schema accepts no value") from None
-    return SchemaRules(root=prefix, rules=converter.rules, loose=converter.loose)
+        raise SchemaGrammarError(f"{nothing.where}: {nothing.reason}, so no value fits the schema") from None
+    rules = reachable_rules(converter.rules, prefix)  # without the rules of options that fit nothing
+    return SchemaRules(root=prefix, rules=rules, loose=converter.loose)
 
 
 # Real tool schemas nest a few levels; deeper means a $ref cycle that no grammar rule can close.
@@ -136,7 +152,7 @@ class _Converter:
     limits: GrammarLimits
     rules: dict[str, str] = field(default_factory=dict)
     loose: list[str] = field(default_factory=list)
-    refs: dict[str, str] = field(default_factory=dict)
+    refs: dict[str, str | None] = field(default_factory=dict)  # None: the target fits no value
     names: set[str] = field(default_factory=set)
     pending: str | None = None  # a name already chosen for the schema being visited
     depth: int = 0  # nesting of visits, to stop $ref cycles that no rule can close
@@ -200,7 +216,7 @@ class _Converter:
         if schema is True or schema == {}:
             return "json_value"
         if schema is False:
-            raise NoValue(where)
+            raise NoValue(where, "the schema is `false`")
         if not isinstance(schema, dict):
             raise SchemaGrammarError(f"{where}: a schema must be an object or a boolean, not {schema!r}")
         if "$ref" in schema:
@@ -218,36 +234,28 @@ class _Converter:
             return self.visit_enum(schema, name, where)
         types = self.types(schema, where)
         if types is None:
-            return "json_value"
-        if len(types) > 1:
-            options = [self.visit_typed(schema, t, f"{name}_{t}", where) for t in types]
-            return self.define_rule(self.fresh(name), " | ".join(dict.fromkeys(options)))
-        return self.visit_typed(schema, types[0], name, where)
+            if not schema.keys() & TYPED_KEYS:
+                return "json_value"
+            types = [t for t in TYPES if t != "integer"]  # each type's keywords apply to its values only
+        if len(types) == 1:
+            return self.visit_typed(schema, types[0], name, where)
+        options = []
+        for kind in types:
+            try:
+                options.append(self.visit_typed(schema, kind, f"{name}_{kind}", where))
+            except NoValue:
+                continue
+        if not options:
+            raise NoValue(where, f"no value of type {' or '.join(types)} fits its keywords")
+        unique = list(dict.fromkeys(options))
+        return unique[0] if len(unique) == 1 else self.define_rule(self.fresh(name), " | ".join(unique))
 
     @staticmethod
     def types(schema: dict[str, Any], where: str) -> list[str] | None:
-        """The declared (or else implied) types, without `integer` when `number` is there too."""
-        declared = schema.get("type")
-        if declared is None:
-            keys = schema.keys()
-            for keywords, inferred in (
-                (OBJECT_KEYS, "object"),
-                (ARRAY_KEYS, "array"),
-                (STRING_KEYS, "string"),
-                (NUMBER_KEYS, "number"),
-            ):
-                if keys & keywords:
-                    return [inferred]
+        """The declared types (None when there is no `type`), without `integer` when `number` is there."""
+        if "type" not in schema:
             return None
-        listed = declared if isinstance(declared, list) else [declared]
-        for t in listed:
-            if not isinstance(t, str):
-                raise SchemaGrammarError(f"{where}: `type` must be a string or a list of strings, not {t!r}")
-            if t not in TYPES:
-                raise SchemaGrammarError(f"{where}: unknown type {t!r}; expected one of {', '.join(TYPES)}")
-        if not listed:
-            raise SchemaGrammarError(f"{where}: `type` is an empty list")
-        unique = list(dict.fromkeys(listed))
+        unique = declared_types(schema["type"], where)
         if "number" in unique and "integer" in unique:
             unique.remove("integer")
         return unique
@@ -271,21 +279,28 @@ class _Converter:
 
     def visit_ref(self, schema: dict[str, Any], name: str, where: str) -> str:
         ref = schema["$ref"]
+        if not isinstance(ref, str):
+            raise SchemaGrammarError(f"{where}: `$ref` must be a string, not {ref!r}")
         siblings = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
         if siblings:
             return self.visit({"allOf": [{"$ref": ref}, siblings]}, name, where)
-        if not isinstance(ref, str):
-            raise SchemaGrammarError(f"{where}: `$ref` must be a string, not {ref!r}")
         if ref in self.refs:
-            return self.refs[ref]
+            known = self.refs[ref]
+            if known is None:
+                raise NoValue(where, f"`$ref` {ref!r} points at a schema no value fits")
+            return known
         try:
             target = resolve(self.root, ref)
-        except LookupError as error:
-            self.note(where, f"`$ref` {ref!r} not followed ({error}); any JSON value accepted")
-            return "json_value"
+        except LookupError as problem:
+            raise unresolvable(where, ref, problem) from None
         rule = self.fresh(f"{self.prefix}_{ref.rsplit('/', 1)[-1]}")
         self.refs[ref] = rule
-        return self.visit_named(target, rule, ref)
+        try:
+            return self.visit_named(target, rule, ref)
+        except NoValue:
+            self.refs[ref] = None
+            self.rules.pop(rule, None)
+            raise
 
     # -- anyOf and oneOf
 
@@ -305,7 +320,7 @@ class _Converter:
             except NoValue:
                 continue
         if not symbols:
-            raise NoValue(where)
+            raise NoValue(where, f"no `{keyword}` option fits any value")
         if keyword == "oneOf" and len(symbols) > 1 and not _exclusive_types(options):
             self.note(where, "`oneOf` is treated as `anyOf` (a value may match several options)")
         unique = list(dict.fromkeys(symbols))
@@ -314,19 +329,7 @@ class _Converter:
     # -- enum and const
 
     def visit_enum(self, schema: dict[str, Any], name: str, where: str) -> str:
-        values = _enum_values(schema, where)
-        types = self.types(schema, where) if "type" in schema else None
-        if types is not None:
-            values = [v for v in values if any(has_type(v, t) for t in types)]
-        if not values:
-            raise NoValue(where)
-        texts = sorted({json_text(v, where) for v in values}, key=lambda t: (-len(t), t))
-        if all(not isinstance(v, dict | list) for v in values):
-            body = " | ".join(lark_literal(text) for text in texts)
-        else:
-            nodes = [layout_regex(json.loads(text)) for text in texts]
-            body = f"/{to_regex(RegexAlt(tuple(nodes)))}/"
-        return self.terminal(name, body)
+        return self.terminal(name, enum_rule(schema, self.types(schema, where), where))
 
     # -- strings
 
@@ -334,7 +337,7 @@ class _Converter:
         low = count(schema, "minLength", 0, where)
         high = count(schema, "maxLength", None, where)
         if high is not None and high < low:
-            raise NoValue(where)
+            raise NoValue(where, f"`minLength` {low} is above `maxLength` {high}")
         pattern, fmt = schema.get("pattern"), schema.get("format")
         if pattern is not None or fmt is not None:
             body = self.string_shape(pattern, fmt, where)
@@ -362,6 +365,8 @@ class _Converter:
             except UnsupportedPattern as error:
                 self.note(where, f"`pattern` {pattern!r} is not enforced ({error})")
                 return None
+        if not isinstance(fmt, str):
+            raise SchemaGrammarError(f"{where}: `format` must be a string, not {fmt!r}")
         if fmt in FORMATS:
             return f'"{FORMATS[fmt]}"'
         self.note(where, f"`format` {fmt!r} is not enforced")
@@ -369,67 +374,70 @@ class _Converter:
 
     def pattern_node(self, pattern: str) -> Node:
         limit = self.limits.max_string_length
-        any_chars = Repeat(JSON_RAW, 0, None)
+        any_chars = Repeat(CharSet.of([(0, MAX_CHAR)]), 0, None)  # json_safe adds the escapes
         return json_safe(bound_repeats(full_match(parse_regex(pattern), any_chars), limit))
 
     # -- numbers
 
     def visit_integer(self, schema: dict[str, Any], name: str, where: str) -> str:
-        low = bound(schema, "minimum", "exclusiveMinimum", where)
-        high = bound(schema, "maximum", "exclusiveMaximum", where)
-        if low is None and high is None:
-            return "JSON_INTEGER"
-        lowest = -INT_LIMIT if low is None else (math.floor(low[0]) + 1 if low[1] else math.ceil(low[0]))
-        highest = INT_LIMIT if high is None else (math.ceil(high[0]) - 1 if high[1] else math.floor(high[0]))
-        lowest, highest = max(lowest, -INT_LIMIT), min(highest, INT_LIMIT)
-        if lowest > highest:
-            raise NoValue(where)
-        return self.terminal(name, f"/{integer_range_regex(lowest, highest)}/")
+        body = integer_rule(schema, where)
+        return body if body == "JSON_INTEGER" else self.terminal(name, body)
 
     def visit_number(self, schema: dict[str, Any], name: str, where: str) -> str:
-        low = bound(schema, "minimum", "exclusiveMinimum", where)
-        high = bound(schema, "maximum", "exclusiveMaximum", where)
-        if low is None and high is None:
-            return "JSON_NUMBER"
-        if not (high is None and low == (0, False)):  # the grammar enforces only `minimum: 0` exactly
+        body, exact = number_rule(schema, where)
+        if not exact:
             self.note(where, "number bounds are checked after parsing, not by the grammar")
-        if low is not None and low[0] >= 0:
-            return self.terminal(name, f"/{NUMBER_REGEX.removeprefix('-?')}/")
-        return "JSON_NUMBER"
+        return body if body == "JSON_NUMBER" else self.terminal(name, body)
 
     # -- arrays
 
     def visit_array(self, schema: dict[str, Any], name: str, where: str) -> str:
         items, prefix_items = schema.get("items"), schema.get("prefixItems")
+        prefix_key = "prefixItems"
         if prefix_items is not None and not isinstance(prefix_items, list):
             self.note(where, "`prefixItems` is not a list; read as `items`")
             items, prefix_items = (prefix_items if items is None else items), None
-        if isinstance(items, list):  # draft 4 tuple form
-            prefix_items, items = items, schema.get("additionalItems", False)
-        elif prefix_items is not None and items is None:
-            items = False
         low = count(schema, "minItems", 0, where)
+        if isinstance(items, list):  # draft 4 tuple form
+            prefix_items, items, prefix_key = items, schema.get("additionalItems"), "items"
+        if prefix_items is not None and items is None:
+            items = low > len(prefix_items)  # closed, as objects are (a generation choice), unless too short
         high = count(schema, "maxItems", None, where)
+        if high is not None and high < low:
+            raise NoValue(where, f"`minItems` {low} is above `maxItems` {high}")
         rule = self.define_rule(self.fresh(name), "")  # the array comes before its helper rules
-        head = [
-            self.visit(s, f"{rule}_{i}", f"{where}/prefixItems/{i}") for i, s in enumerate(prefix_items or [])
-        ]
         try:
-            item = self.visit(True if items is None else items, f"{rule}_item", f"{where}/items")
+            head, item = self.array_items(prefix_items or [], items, rule, high, where, prefix_key)
+            longest = len(head) if item is None else None
+            if high is None:
+                high = max(low, len(head), self.limits.max_array_items) if longest is None else longest
+            high = high if longest is None else min(high, longest)
+            if low > high:
+                raise NoValue(where, f"`minItems` {low} asks for more items than the array can hold")
         except NoValue:
-            item = None
-        extra_low = max(0, low - len(head))
-        cap = max(extra_low, self.limits.max_array_items - len(head)) if high is None else high - len(head)
-        if item is None:
-            cap = 0
-        if cap < extra_low:
-            raise NoValue(where)
-        next_item = self.define_rule(f"{rule}_next", f"JSON_COMMA {item}") if cap else ""
-        if head:
-            body = sequence(" JSON_COMMA ".join(head), repeat(next_item, extra_low, cap))
-        else:
-            body = list_of(str(item), next_item, extra_low, cap)
-        return self.define_rule(rule, sequence('"["', body, '"]"'))
+            del self.rules[rule]
+            raise
+        body, helpers = array_body(rule, head, item, low, high)
+        self.rules.update(helpers)
+        return self.define_rule(rule, body)
+
+    def array_items(
+        self, prefix: list[Any], items: Any, rule: str, high: int | None, where: str, prefix_key: str
+    ) -> tuple[list[str], str | None]:
+        """The prefix item symbols up to the first that fits nothing, and the symbol of later items."""
+        head = []
+        for index, sub in enumerate(prefix[:high]):
+            try:
+                head.append(self.visit(sub, f"{rule}_{index}", f"{where}/{prefix_key}/{index}"))
+            except NoValue:
+                return head, None  # no array can have an item here, nor any after it
+        if high is not None and len(head) >= high:
+            return head, None
+        key = "additionalItems" if prefix_key == "items" else "items"
+        try:
+            return head, self.visit(True if items is None else items, f"{rule}_item", f"{where}/{key}")
+        except NoValue:
+            return head, None
 
     # -- objects
 
@@ -447,9 +455,10 @@ class _Converter:
         for key, sub in fields.items():
             try:
                 value = self.visit(sub, f"{rule}_{key}", f"{where}/properties/{pointer(key)}")
-            except NoValue:
+            except NoValue as nothing:
                 if key in required:
-                    raise NoValue(where) from None
+                    del self.rules[rule]
+                    raise NoValue(nothing.where, f"{nothing.reason} (and {key!r} is required)") from None
                 continue
             entries.append((f"{lark_literal(json_text(key, where))} JSON_COLON {value}", key in required))
         extra = self.extra_pair(schema, rule, list(fields), where)
@@ -459,9 +468,12 @@ class _Converter:
 
     def extra_pair(self, schema: dict[str, Any], rule: str, known: list[str], where: str) -> str | None:
         """The rule for one `additionalProperties` pair, or None when no extra pair is allowed."""
-        additional = schema.get(
-            "additionalProperties", "properties" not in schema and "required" not in schema
-        )
+        closed = "properties" in schema or "required" in schema  # a generation choice, see the top
+        additional = schema.get("additionalProperties", not closed)
+        if schema.get("patternProperties") or (
+            "additionalProperties" not in schema and schema.get("unevaluatedProperties", False) is not False
+        ):
+            additional = True  # keys these allow may be anything; their values are checked after parsing
         if additional is False or self.limits.max_extra_properties == 0:
             return None
         try:
@@ -481,14 +493,3 @@ def _exclusive_types(options: list[Any]) -> bool:
     if not all(isinstance(k, str) for k in kinds) or len(set(kinds)) != len(kinds):
         return False
     return not {"integer", "number"} <= set(kinds)
-
-
-def _enum_values(schema: dict[str, Any], where: str) -> list[Any]:
-    if "enum" in schema:
-        values = schema["enum"]
-        if not isinstance(values, list) or not values:
-            raise SchemaGrammarError(f"{where}: `enum` must be a non-empty list")
-        if "const" in schema:
-            values = [v for v in values if v == schema["const"]]
-        return values
-    return [schema["const"]]

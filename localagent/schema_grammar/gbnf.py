@@ -76,6 +76,7 @@ class _Writer:
         self.terminals = terminals
         self.taken = set(names.values()) | {"root"}
         self.hoisted: list[str] = []
+        self.hoisted_names: dict[str, str] = {}
         self.current = ""
         self.current_tree: Tree | None = None
 
@@ -84,13 +85,16 @@ class _Writer:
         return f"{name} ::= {self.alternatives(tree)}"
 
     def hoist(self, body: str) -> str:
-        """Define a helper rule for `body` and return its name."""
+        """Define a helper rule for `body` (once per body) and return its name."""
+        if body in self.hoisted_names:
+            return self.hoisted_names[body]
         number = 1
         while f"{self.current}-{number}" in self.taken:
             number += 1
         name = f"{self.current}-{number}"
         self.taken.add(name)
         self.hoisted.append(f"{name} ::= {body}")
+        self.hoisted_names[body] = name
         return name
 
     def alternatives(self, tree: Any) -> str:

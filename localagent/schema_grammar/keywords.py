@@ -11,7 +11,12 @@ class SchemaGrammarError(ValueError):
 
 
 class NoValue(Exception):
-    """The (sub)schema accepts nothing; the caller decides whether that is an error."""
+    """The (sub)schema at `where` accepts nothing; the caller decides whether that is an error."""
+
+    def __init__(self, where: str, reason: str = "no value fits") -> None:
+        super().__init__(f"{where}: {reason}")
+        self.where = where
+        self.reason = reason
 
 
 ANNOTATIONS = {
@@ -31,6 +36,7 @@ ANNOTATIONS = {
     "contentEncoding",
     "contentMediaType",
 }
+MAX_COUNT = 1_000_000  # the largest `minLength`, `maxItems`, ... a grammar is built for
 TYPES = ("string", "integer", "number", "boolean", "null", "array", "object")
 STRING_KEYS = {"minLength", "maxLength", "pattern", "format"}
 NUMBER_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
@@ -59,6 +65,7 @@ OBJECT_KEYS = {
     "dependencies",
     "unevaluatedProperties",
 }
+TYPED_KEYS = STRING_KEYS | NUMBER_KEYS | ARRAY_KEYS | OBJECT_KEYS  # keywords that apply to one type only
 APPLICATORS = {"not", "if", "then", "else"}
 # Keywords the grammar leaves to the validation after parsing, by type.
 UNSUPPORTED = {
@@ -91,14 +98,46 @@ def has_type(value: Any, kind: str) -> bool:
     return isinstance(value, python)
 
 
+def json_equal(first: Any, second: Any) -> bool:
+    """JSON equality: 1 equals 1.0, but true is not 1 (Python says it is)."""
+    if isinstance(first, bool) or isinstance(second, bool):
+        return type(first) is type(second) and first == second
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(json_equal(first[k], second[k]) for k in first)
+    if isinstance(first, list) and isinstance(second, list):
+        return len(first) == len(second) and all(map(json_equal, first, second))
+    if has_type(first, "number") and has_type(second, "number"):
+        return first == second
+    return type(first) is type(second) and first == second
+
+
+def declared_types(declared: Any, where: str) -> list[str]:
+    """The types a `type` keyword lists, each once; SchemaGrammarError for anything but known type names."""
+    listed = declared if isinstance(declared, list) else [declared]
+    for kind in listed:
+        if not isinstance(kind, str):
+            raise SchemaGrammarError(f"{where}: `type` must be a string or a list of strings, not {kind!r}")
+        if kind not in TYPES:
+            raise SchemaGrammarError(f"{where}: unknown type {kind!r}; expected one of {', '.join(TYPES)}")
+    if not listed:
+        raise SchemaGrammarError(f"{where}: `type` is an empty list")
+    return list(dict.fromkeys(listed))
+
+
 def count(schema: dict[str, Any], key: str, default: int | None, where: str) -> int | None:
-    value = schema.get(key, default)
-    if value is None:
-        return None
+    if key not in schema:
+        return default
+    value = schema[key]
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise SchemaGrammarError(f"{where}: `{key}` must be a non-negative integer, not {value!r}")
+    if value > MAX_COUNT:  # an upper bound this high bounds nothing a model writes; a lower one, no grammar
+        if key.startswith("max"):
+            return MAX_COUNT
+        raise SchemaGrammarError(
+            f"{where}: `{key}` {value} is more than a grammar can require (at most {MAX_COUNT})"
+        )
     return value
 
 

@@ -367,17 +367,20 @@ def json_escape_char(c: str) -> str:
 def json_safe(node: Node) -> Node:
     """Make the pattern match the JSON-encoded text of its strings, so it fits between JSON quotes.
 
-    A single character that JSON must escape becomes its escape sequence; a wider set loses the
-    characters that cannot appear raw (`"`, `\\`, U+0000-U+001F). A set left empty is unsupported.
+    A character that JSON must escape (`"`, `\\`, U+0000-U+001F) becomes its escape sequence, as
+    `json_escape_char` writes it; every other character stays raw.
     """
     if isinstance(node, CharSet):
-        char = node.single
-        if char is not None:
-            return node if node.intersect(JSON_RAW).ranges else literal(json_escape_char(char))
-        safe = node.intersect(JSON_RAW)
-        if not safe.ranges:
-            raise UnsupportedPattern("a character set with only characters that JSON must escape")
-        return safe
+        raw = node.intersect(JSON_RAW)
+        escaped = [
+            json_escape_char(chr(point))
+            for low, high in node.minus(JSON_RAW).ranges
+            for point in range(low, high + 1)
+        ]
+        options = ([raw] if raw.ranges else []) + _escape_options(escaped)
+        if not options:
+            raise UnsupportedPattern("a character set that matches nothing")
+        return options[0] if len(options) == 1 else Alt(tuple(options))
     if isinstance(node, Concat):
         return Concat(tuple(json_safe(item) for item in node.items))
     if isinstance(node, Alt):
@@ -385,6 +388,20 @@ def json_safe(node: Node) -> Node:
     if isinstance(node, Repeat):
         return Repeat(json_safe(node.item), node.min, node.max)
     raise UnsupportedPattern("'^' or '$' inside the pattern")
+
+
+def _escape_options(escapes: list[str]) -> list[Node]:
+    """Escape sequences as few regex nodes: `\\u001` and one set of last digits stand for up to 16."""
+    short = [literal(e) for e in escapes if not e.startswith("\\u")]
+    by_prefix: dict[str, list[str]] = {}
+    for escape in escapes:
+        if escape.startswith("\\u"):
+            by_prefix.setdefault(escape[:-1], []).append(escape[-1])
+    hex_digits: list[Node] = [
+        Concat((literal(prefix), CharSet.of((ord(d), ord(d)) for d in digits)))
+        for prefix, digits in by_prefix.items()
+    ]
+    return short + hex_digits
 
 
 def simplify(node: Node) -> Node:
@@ -491,7 +508,8 @@ def to_gbnf(node: Node, hoist: Hoist | None = None) -> str:
 
     llama.cpp refuses `x{m,n}`, and even `x?`, when the rules it generates inside `x` times the count
     reach 2000, and `y{0,2000}` inside `x` generates 2000; with `hoist`, a quantified `x` that holds a
-    counted repetition becomes a rule of its own, which llama.cpp repeats at no such cost.
+    counted repetition, or a group repeated more than once, becomes a rule of its own, which llama.cpp
+    repeats at no such cost.
     """
     if isinstance(node, Anchor):
         raise UnsupportedPattern("anchors cannot be emitted; apply full_match first")
@@ -507,8 +525,9 @@ def to_gbnf(node: Node, hoist: Hoist | None = None) -> str:
     inner = to_gbnf(node.item, hoist)
     if isinstance(node.item, Repeat):  # llama.cpp would re-repeat only the last expanded copy
         inner = f"({inner})"
-    if hoist and _has_counted_repeat(node.item):
-        inner = hoist(inner)
+    many = node.max is None or node.max > 1
+    if hoist and (_has_counted_repeat(node.item) or (many and inner.startswith("("))):
+        inner = hoist(inner)  # a group is a rule inside llama.cpp, expanded once per repetition
     return inner + _quantifier(node.min, node.max)
 
 

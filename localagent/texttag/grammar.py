@@ -10,6 +10,7 @@ from localagent.formats.base import GrammarBuildError, ReplyGrammar, allowed_too
 from localagent.messages import ToolChoice
 from localagent.schema_grammar.compiler import (
     GrammarLimits,
+    SchemaGrammarError,
     reachable_rules,
     render_rules,
     schema_rules,
@@ -58,7 +59,10 @@ def build_grammar(
         definitions["actions"] = f"action~1..{options.max_actions} actions_end"
         alternatives = []
         for index, tool in enumerate(callable_tools):
-            rules = schema_rules(tool.grammar_schema, f"t{index}", options.limits)
+            try:
+                rules = schema_rules(tool.grammar_schema, f"t{index}", options.limits, root_type="object")
+            except SchemaGrammarError as error:
+                raise GrammarBuildError(f"tool {tool.name!r}: {error}") from None
             alternatives.append(f'"{tool.name}" "\\nAction Input: " {rules.root}')
             tool_rules.update(rules.rules)
             loose.extend(f"{tool.name}: {note}" for note in rules.loose)

@@ -141,12 +141,13 @@ def arguments_model(function: Callable[..., Any]) -> type[BaseModel]:
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema without the `title` noise, so prompts stay short."""
-    return _drop_titles(model.model_json_schema())
+    return drop_titles(model.model_json_schema())
 
 
-def _drop_titles(node: Any) -> Any:
+def drop_titles(node: Any) -> Any:
+    """A JSON schema without the `title` of each part: noise in a small model's prompt."""
     if isinstance(node, list):
-        return [_drop_titles(item) for item in node]
+        return [drop_titles(item) for item in node]
     if not isinstance(node, dict):
         return node
     cleaned = {}
@@ -155,9 +156,9 @@ def _drop_titles(node: Any) -> Any:
             continue
         if key in ("properties", "$defs"):
             # Keys here are names chosen by the tool author, possibly "title" itself.
-            cleaned[key] = {name: _drop_titles(sub) for name, sub in value.items()}
+            cleaned[key] = {name: drop_titles(sub) for name, sub in value.items()}
         else:
-            cleaned[key] = _drop_titles(value)
+            cleaned[key] = drop_titles(value)
     return cleaned
 
 

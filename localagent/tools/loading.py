@@ -1,6 +1,7 @@
 """Choosing the tools of a run: built-in tools by name and user tools from `module:attribute`.
 
-`select_tools` reads the CLI's `--tools` value, a comma-separated list of:
+`select_tools` reads the CLI's `--tools` value (or a list of the same items, and of functions, pydantic
+models with `run()` and Tools, from Python), a comma-separated list of:
   a built-in name   list_dir, read_file, search_text, calculator, write_file, replace_in_file
   default           the read-only built-ins: list_dir, read_file, search_text, calculator
   all               every built-in tool
@@ -18,6 +19,7 @@ import inspect
 import os
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +29,13 @@ from localagent.errors import LocalagentError
 from localagent.tools.base import Tool
 from localagent.tools.calculator import calculator_tool
 from localagent.tools.files import FileTools
+from localagent.tools.spec import schema_problem
 from localagent.tools.workspace import Workspace
 
 DEFAULT_TOOLS: tuple[str, ...] = ("list_dir", "read_file", "search_text", "calculator")
+# One tool as Python names it: a `--tools` item, a function, a pydantic model class with run(), a Tool.
+ToolItem = str | Callable[..., Any] | Tool | type[BaseModel]
+ToolsArgument = str | Sequence[ToolItem] | None
 KEYWORDS = ("default", "all", "none")
 TOOLS_OPTION_HELP = (
     "Comma-separated tools: built-in names (list_dir, read_file, search_text, calculator, write_file, "
@@ -47,13 +53,22 @@ def builtin_tools(workspace: Workspace) -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-def select_tools(spec: str | None, workspace: Workspace) -> list[Tool]:
-    """The tools named by a `--tools` value, in the order given; None means the default set."""
+def builtin_names() -> frozenset[str]:
+    return frozenset(builtin_tools(Workspace(Path.cwd())))
+
+
+def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
+    """The tools named by a `--tools` value or a list of items, in the order given; None means the
+    default set."""
     builtins = builtin_tools(workspace)
     if spec is None:
         return [builtins[name] for name in DEFAULT_TOOLS]
     # Empty items are ignored, so "a,,b" and a trailing comma work.
-    items = [item.strip() for item in spec.split(",") if item.strip()]
+    if not isinstance(spec, str) and len(spec) == 0:
+        return []
+    listed = spec.split(",") if isinstance(spec, str) else list(spec)
+    items = [item.strip() if isinstance(item, str) else item for item in listed]
+    items = [item for item in items if item != ""]
     if not items:
         raise ToolLoadError(
             "the tool list is empty; use 'none' for no tools or 'default' for the default set"
@@ -71,7 +86,10 @@ def select_tools(spec: str | None, workspace: Workspace) -> list[Tool]:
     return list(selected.values())
 
 
-def _tools_for(item: str, builtins: dict[str, Tool]) -> list[Tool]:
+def _tools_for(item: ToolItem, builtins: dict[str, Tool]) -> list[Tool]:
+    if not isinstance(item, str):
+        name = getattr(item, "__name__", None) or repr(item)
+        return [_as_tool(item, name, name)]
     if item == "default":
         return [builtins[name] for name in DEFAULT_TOOLS]
     if item == "all":
@@ -103,7 +121,11 @@ def load_user_tool(reference: str) -> Tool:
         names = sorted(name for name, value in vars(module).items() if _looks_like_tool(name, value))
         found = f"; it has: {', '.join(names[:12])}" if names else ""
         raise ToolLoadError(f"{module_name} has no attribute {attribute!r}{found}") from None
-    return _as_tool(target, reference, attribute)
+    tool = _as_tool(target, reference, attribute)
+    problem = schema_problem(tool.spec)
+    if problem is not None:
+        raise ToolLoadError(f"the schema of tool {tool.name!r} ({reference}) cannot serve: {problem}")
+    return tool
 
 
 def _as_tool(target: Any, reference: str, attribute: str) -> Tool:
