@@ -1,27 +1,29 @@
 """Malformed requests, generated: every answer is an OpenAI error in JSON or a valid completion,
 never a server error, and the server still answers a good request at the end.
 
-In-process on a tiny random-weight model (tiny_server.py); test_serve_process.py sends a few of the
-same to a real `localagent serve` process.
+On a tiny random-weight model (tiny_server.py), twice: in-process (fast, every run) and in a real
+`localagent serve` process on 127.0.0.1 (slow), which must still be running at the end.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from openai._models import construct_type
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from starlette.testclient import TestClient
-from tiny_server import TOOLS, tiny_client, tiny_engine
+from server_processes import localagent_server
+from tiny_server import MAX_TOKENS, N_CTX, TINY, TOOLS, tiny_client, tiny_engine
 
-GOOD = {"model": "tiny", "messages": [{"role": "user", "content": "What is 2 + 2?"}], "max_tokens": 8}
+GOOD = {"model": TINY, "messages": [{"role": "user", "content": "What is 2 + 2?"}], "max_tokens": 8}
 
 SCALARS = (
     st.none()
@@ -196,10 +198,34 @@ FUZZ = settings(
 )
 
 
-@pytest.fixture(scope="module")
-def client(tiny_model_chat: Path) -> Iterator[TestClient]:
-    with tiny_client(tiny_engine(tiny_model_chat, max_actions=2)) as client:
-        yield client
+@dataclass(frozen=True)
+class Target:
+    """Where the requests go: starlette's TestClient or an HTTP client of a server process (the
+    same interface), and whether the server is still up."""
+
+    client: Any
+    running: Callable[[], bool]
+
+
+@pytest.fixture(scope="module", params=["in_process", pytest.param("process", marks=pytest.mark.slow)])
+def target(
+    request: pytest.FixtureRequest, tiny_model_chat: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Target]:
+    if request.param == "in_process":
+        with tiny_client(tiny_engine(tiny_model_chat, max_actions=2)) as client:
+            yield Target(client, lambda: True)
+        return
+    folder = tmp_path_factory.mktemp("fuzz-serve")
+    model = folder / f"{TINY}.gguf"  # requests name the model by the file's stem
+    model.symlink_to(tiny_model_chat)
+    flags = [
+        "--model", str(model), "--max-actions", "2", "--n-ctx", str(N_CTX), "--max-tokens", str(MAX_TOKENS),
+    ]  # fmt: skip
+    with (
+        localagent_server(folder / "serve.log", *flags) as server,
+        httpx2.Client(base_url=server.url.removesuffix("/v1"), timeout=300) as client,
+    ):
+        yield Target(client, server.running)
 
 
 def assert_json_error_or_valid(response: Any, whole: type[Any], chunk: type[Any]) -> None:
@@ -224,30 +250,28 @@ def assert_json_error_or_valid(response: Any, whole: type[Any], chunk: type[Any]
 
 @FUZZ
 @given(body=CHAT_BODY)
-def test_chat_requests_get_a_json_error_or_a_valid_completion(
-    client: TestClient, body: dict[str, Any]
-) -> None:
-    response = client.post("/v1/chat/completions", json=body)
+def test_chat_requests_get_a_json_error_or_a_valid_completion(target: Target, body: dict[str, Any]) -> None:
+    response = target.client.post("/v1/chat/completions", json=body)
     assert_json_error_or_valid(response, ChatCompletion, ChatCompletionChunk)
 
 
 @FUZZ
 @given(body=COMPLETION_BODY)
 def test_completion_requests_get_a_json_error_or_a_valid_completion(
-    client: TestClient, body: dict[str, Any]
+    target: Target, body: dict[str, Any]
 ) -> None:
-    response = client.post("/v1/completions", json=body)
+    response = target.client.post("/v1/completions", json=body)
     assert_json_error_or_valid(response, Completion, Completion)
 
 
 @FUZZ
 @given(schema=SCHEMA, stream=st.booleans())
 def test_any_tool_schema_is_refused_or_called_with_a_json_object(
-    client: TestClient, schema: dict[str, Any], stream: bool
+    target: Target, schema: dict[str, Any], stream: bool
 ) -> None:
     tool = {"type": "function", "function": {"name": "f", "parameters": schema}}
     body = {**GOOD, "tools": [tool], "tool_choice": "required", "max_tokens": 64, "stream": stream}
-    response = client.post("/v1/chat/completions", json=body)
+    response = target.client.post("/v1/chat/completions", json=body)
     assert_json_error_or_valid(response, ChatCompletion, ChatCompletionChunk)
     if response.status_code == 200 and not stream:
         choice = response.json()["choices"][0]
@@ -258,13 +282,16 @@ def test_any_tool_schema_is_refused_or_called_with_a_json_object(
 
 @settings(max_examples=60, deadline=None)
 @given(raw=st.binary(max_size=64) | JSON.map(lambda value: json.dumps(value).encode()))
-def test_bodies_that_are_not_requests_get_a_json_error(client: TestClient, raw: bytes) -> None:
-    response = client.post("/v1/chat/completions", content=raw, headers={"content-type": "application/json"})
+def test_bodies_that_are_not_requests_get_a_json_error(target: Target, raw: bytes) -> None:
+    response = target.client.post(
+        "/v1/chat/completions", content=raw, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 400
     assert response.json()["error"]["message"]
 
 
-def test_the_server_answers_a_good_request_after_the_fuzzing(client: TestClient) -> None:
-    response = client.post("/v1/chat/completions", json={**GOOD, "tools": TOOLS})
+def test_the_server_answers_a_good_request_after_the_fuzzing(target: Target) -> None:
+    assert target.running()
+    response = target.client.post("/v1/chat/completions", json={**GOOD, "tools": TOOLS})
     assert response.status_code == 200
     ChatCompletion.model_validate(response.json())
