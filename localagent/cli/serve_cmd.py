@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from localagent.cli.options import setting_option
+from localagent.cli.options import settings_from, settings_options
 from localagent.cli.progress import ProgressReporter
-from localagent.settings import load_settings
 
 SERVE_SETTINGS = (
     "model",
@@ -26,14 +24,8 @@ SERVE_SETTINGS = (
 )
 
 
-def _settings_options(function: Any) -> Any:
-    for name in reversed(SERVE_SETTINGS):
-        function = setting_option(name)(function)
-    return function
-
-
 @click.command()
-@_settings_options
+@settings_options(SERVE_SETTINGS)
 @click.option(
     "--host",
     default="127.0.0.1",
@@ -54,13 +46,7 @@ def _settings_options(function: Any) -> Any:
     metavar="VAR",
     help="Require every request to carry the value of this environment variable as a bearer key.",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Config file. [default: ~/.config/localagent/config.toml]",
-)
-def serve(host: str, port: int, key_env: str | None, config_path: Path | None, **params: Any) -> None:
+def serve(host: str, port: int, key_env: str | None, **params: Any) -> None:
     """Serve the local model over an OpenAI-compatible HTTP API, with grammar-constrained tool calls.
 
     POST /v1/chat/completions runs the local turn: the model writes its reply format under a
@@ -73,7 +59,7 @@ def serve(host: str, port: int, key_env: str | None, config_path: Path | None, *
     """
     from localagent.serve.startup import start
 
-    settings = load_settings({name: params.pop(name, None) for name in SERVE_SETTINGS}, config_path)
+    settings = settings_from(params, SERVE_SETTINGS)
     key = _api_key(key_env)
     progress = ProgressReporter(enabled=True)
     start(settings, host=host, port=port, api_key=key, progress=progress, say=_say)
