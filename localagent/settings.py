@@ -54,7 +54,7 @@ class Settings(BaseModel):
         description="Completions mode: send the grammar as GBNF (llama.cpp), as Lark (vLLM), or not at all.",
     )
     tool_format: Literal["auto", "react", "tool_call"] = Field(
-        "auto",
+        "react",
         description="How a text model writes a tool call: react (Thought / Action / Action Input text "
         "tags), tool_call (the model's own <tool_call> JSON in its chat template), or auto (tool_call "
         "where the chat template lays out tools, else react).",

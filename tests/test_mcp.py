@@ -195,8 +195,8 @@ def test_servers_that_fail_to_start_or_to_offer_a_tool_leave_one_line_each(tmp_p
     assert sorted(notices) == sorted(
         [
             "MCP server 'test': tool 'odd' left out: its input schema cannot be turned into a grammar: "
-            "#/properties/value: the `allOf` members have no type in common (['string'] and "
-            "['integer']) (and 'value' is required), so no value fits the schema",
+            "#/properties/value: the `allOf` members have no type in common (['string'] and ['integer']) "
+            "(and 'value' is required), so no value fits the schema",
             "MCP server 'test': tool read_file left out: the built-in tool read_file has that name; "
             "give the server a prefix ([[mcp]] prefix) to use both",
             "MCP server 'no-such-mcp-server --stdio' will not start: no program 'no-such-mcp-server'",

@@ -153,6 +153,7 @@ class LlamaSession:
         output = _TextAccumulator(self, on_text)
         reason: StopReason = "length"
         room = min(max_tokens, self.n_ctx - len(prompt) - 1)
+        loop_checked_from, escapes_left = 0, _LOOP_ESCAPES
         while len(output.tokens) < room:
             step_started = time.perf_counter()
             if cancel is not None and cancel.cancelled:
@@ -192,12 +193,27 @@ class LlamaSession:
             if stop and output.cut_at(stop):
                 reason = "end"
                 break
-            if is_looping(output.tokens):
+            if is_looping(output.tokens[loop_checked_from:]):
+                if escapes_left and matcher is not None and self._end_line(matcher, output):
+                    escapes_left -= 1
+                    loop_checked_from = len(output.tokens)
+                    continue
                 reason = "loop"
                 break
         stats.generated_tokens = len(output.tokens)
         stats.generate_seconds = time.perf_counter() - started - stats.prefill_seconds
         return Generation(output.finish(), output.tokens, reason, stats)
+
+    def _end_line(self, matcher: LLMatcher, output: _TextAccumulator) -> bool:
+        """End a looping line where the grammar lets it end: a runaway thought ("1.6000000…") then
+        moves on to its action instead of being cut off. False when the grammar wants more first."""
+        newline = self.tokenize("\n", bos=False)
+        if len(newline) != 1 or matcher.validate_tokens(newline) != 1:
+            return False
+        _consume(matcher, newline)
+        self._eval(newline)
+        output.add(newline)
+        return True
 
     def generate_stock(
         self,
@@ -289,6 +305,10 @@ class _TextAccumulator:
         if tail:
             self._parts.append(tail)
         return "".join(self._parts)
+
+
+# How many times one generation may break a loop by ending its line before it is stopped.
+_LOOP_ESCAPES = 2
 
 
 def is_looping(tokens: Sequence[int], span: int = 48, longest_period: int = 16) -> bool:

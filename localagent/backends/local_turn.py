@@ -49,7 +49,7 @@ def open_local_turn(
     settings: LocalSettings | None = None,
     notice: Notice | None = None,
     *,
-    tool_format: ToolFormat = "auto",
+    tool_format: ToolFormat = "react",
     max_actions: int = 1,
     session: LlamaSession | None = None,
 ) -> TextTurn:

@@ -163,7 +163,7 @@ def run_benchmark(
 
 
 def _conversation(task: str) -> list[Message]:
-    return [SystemMessage(content=prompts.system_prompt(".")), UserMessage(content=task)]
+    return [SystemMessage(content=prompts.SYSTEM_PROMPT), UserMessage(content=prompts.first_task(task, None))]
 
 
 def ten_tool_specs() -> list[ToolSpec]:

@@ -27,7 +27,7 @@ def local_turns(
     columns: Sequence[str],
     max_tokens: int,
     load: LoadSettings | None = None,
-    tool_format: ToolFormat = "auto",
+    tool_format: ToolFormat = "react",
 ) -> dict[str, TextTurn]:
     """One turn per column on a single loaded copy of the model."""
     turns: dict[str, TextTurn] = {}
@@ -55,7 +55,7 @@ def evaluate_bfcl(
     columns: Sequence[str] = tuple(COLUMNS),
     max_tokens: int = 384,
     progress: Progress | None = None,
-    tool_format: ToolFormat = "auto",
+    tool_format: ToolFormat = "react",
 ) -> dict[str, Any]:
     """Run the columns and return the figures and per-question results as one JSON-ready object."""
     turns = local_turns(model, columns, max_tokens, tool_format=tool_format)

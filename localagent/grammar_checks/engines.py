@@ -20,7 +20,7 @@ from lark.exceptions import LarkError
 
 from localagent.backends.llama_logs import captured_llama_output
 from localagent.backends.vocabulary import build_tokenizer
-from localagent.models import DEFAULT_MODEL, resolve_model
+from localagent.models import EMBEDDED_MODEL, resolve_model
 
 Engine = Literal["lark", "llguidance", "gbnf"]
 # lark compiles terminals with the `regex` package when it is installed, as it is with localagent.
@@ -102,7 +102,7 @@ def llama_vocab() -> Any:
 
 @cache
 def _vocab_model() -> Any:
-    path = resolve_model(DEFAULT_MODEL).path
+    path = resolve_model(EMBEDDED_MODEL).path
     llama_cpp.llama_backend_init()
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = True
