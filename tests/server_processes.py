@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.models import DEFAULT_MODEL, resolve_model
+from localagent.models import EMBEDDED_MODEL, resolve_model
 
 STARTUP_SECONDS = 180
 KEY_VARIABLE = "LOCALAGENT_TEST_SERVE_KEY"
@@ -51,7 +51,7 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """`python -m llama_cpp.server --chat_format chatml-function-calling` on the embedded model."""
-    model = resolve_model(DEFAULT_MODEL).path
+    model = resolve_model(EMBEDDED_MODEL).path
     port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [

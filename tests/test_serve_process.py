@@ -1,8 +1,9 @@
 """`localagent serve` as a real process on 127.0.0.1, on real models, driven by real clients: the
 official `openai` SDK, localagent's own runner, Node's fetch (the README's examples), and raw HTTP.
 
-The embedded Gemma 3 270M serves where the test is about the wiring; an instruct model (Qwen2.5
-Coder) shows both reply formats on the kind of model the project ships.
+The default model (Qwen2.5-Coder 1.5B Instruct) answers the SDK for every tool_choice; the
+embedded Gemma 3 270M serves where the test is about the wiring (it is fast, and llama-cpp-python's
+server runs it too); the 0.5B Qwen shows both reply formats.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from openai.types.chat import ChatCompletionChunk
 from server_processes import ServerProcess, localagent_server
 from tiny_server import CALCULATOR, READ_FILE
 
-from localagent.models import DEFAULT_MODEL, ResolvedModel
+from localagent.models import DEFAULT_MODEL, EMBEDDED_MODEL, ResolvedModel
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +43,14 @@ MESSAGES = [
 @pytest.fixture(scope="module")
 def gemma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     log = tmp_path_factory.mktemp("serve") / "gemma.log"
-    with localagent_server(log, "--model", DEFAULT_MODEL, "--n-ctx", "4096") as server:
+    with localagent_server(log, "--model", EMBEDDED_MODEL, "--n-ctx", "4096") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def default_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    log = tmp_path_factory.mktemp("serve") / "default.log"
+    with localagent_server(log, "--n-ctx", "4096") as server:
         yield server
 
 
@@ -146,7 +154,7 @@ def raw_stream(server: ServerProcess, body: dict[str, Any]) -> RawStreamRecord:
     ids=["auto", "required", "named", "none"],
 )
 def test_the_openai_sdk_gets_calls_for_every_tool_choice(
-    gemma: ServerProcess, tools: list[dict[str, Any]], choice: Any, called: str | None, streamed: bool
+    default_model: ServerProcess, tools: list[dict[str, Any]], choice: Any, called: str | None, streamed: bool
 ) -> None:
     body = {
         "model": DEFAULT_MODEL,
@@ -156,7 +164,7 @@ def test_the_openai_sdk_gets_calls_for_every_tool_choice(
         "max_tokens": 96,
         "temperature": 0,
     }
-    client = sdk(gemma)
+    client = sdk(default_model)
     if streamed:
         record = stream(client, stream_options={"include_usage": True}, **body)
         reason, content, calls = record.finish_reason, record.content, record.calls
@@ -188,7 +196,7 @@ def test_only_localagent_streams_the_call_that_tool_choice_auto_asks_for(
     llama_server: ServerProcess, gemma: ServerProcess, tmp_path: Path
 ) -> None:
     body = {
-        "model": DEFAULT_MODEL,
+        "model": EMBEDDED_MODEL,
         "messages": MESSAGES,
         "tools": [CALCULATOR],
         "tool_choice": "auto",
@@ -221,7 +229,7 @@ def test_a_five_step_loop_evaluates_only_the_new_tokens_of_each_request(gemma: S
     figures = []
     for step in range(1, 6):
         completion = client.chat.completions.create(
-            model=DEFAULT_MODEL,
+            model=EMBEDDED_MODEL,
             messages=messages,
             tools=[CALCULATOR],
             tool_choice="required" if step < 5 else "none",
@@ -276,7 +284,7 @@ def test_a_client_that_disconnects_cancels_its_generation(gemma: ServerProcess) 
         time.sleep(0.5)
     cancelled = re.search(r"completions \(stream\): cancelled.*?(\d+) generated", gemma.log_text())
     assert cancelled and int(cancelled[1]) < 3000, gemma.tail()
-    after = sdk(gemma).completions.create(model=DEFAULT_MODEL, prompt="Hello", max_tokens=4)
+    after = sdk(gemma).completions.create(model=EMBEDDED_MODEL, prompt="Hello", max_tokens=4)
     assert after.choices[0].finish_reason in ("stop", "length")
 
 
@@ -331,7 +339,7 @@ def test_bad_requests_to_the_process_get_json_errors_and_it_goes_on(
         assert code_or_param in (error["code"], error["param"]), error
     assert gemma.running()
     models = httpx2.get(f"{gemma.url}/models", timeout=30).json()
-    assert models["data"][0]["id"] == DEFAULT_MODEL
+    assert models["data"][0]["id"] == EMBEDDED_MODEL
 
 
 # --- localagent's own clients ----------------------------------------------------------------------------
@@ -349,7 +357,7 @@ def run_cli(*args: str, timeout: float = 900) -> dict[str, Any]:
 @pytest.mark.parametrize("mode", ["chat", "completions"])
 def test_localagent_run_against_localagent_serve(gemma: ServerProcess, tmp_path: Path, mode: str) -> None:
     run = run_cli(
-        "run", TASK, "--api-base", gemma.url, "--api-mode", mode, "--model", DEFAULT_MODEL,
+        "run", TASK, "--api-base", gemma.url, "--api-mode", mode, "--model", EMBEDDED_MODEL,
         "--tools", "calculator", "--max-tokens", "64", "--max-steps", "2", "--workspace", str(tmp_path),
         "--transcript", str(tmp_path / "run.jsonl"), "--json",
     )  # fmt: skip
@@ -364,13 +372,13 @@ def test_localagent_run_against_localagent_serve(gemma: ServerProcess, tmp_path:
 def test_eval_tasks_over_http_match_the_local_turn(gemma: ServerProcess, tmp_path: Path) -> None:
     # Tasks the embedded model finishes without a malformed reply (a tool call, then an answer).
     chosen = ["read-python-version", "list-top-level", "no_tool-japan-capital"]
-    tasks = ["--max-steps", "2", "--max-tokens", "96"]
+    tasks = ["--model", EMBEDDED_MODEL, "--max-steps", "2", "--max-tokens", "96"]
     for task in chosen:
         tasks += ["--task", task]
     local = run_cli("eval", "tasks", "--json", "--transcripts", str(tmp_path / "local"), *tasks, timeout=1500)
     served = run_cli(
         "eval", "tasks", "--json", "--transcripts", str(tmp_path / "served"), "--api-base", gemma.url,
-        "--model", DEFAULT_MODEL, *tasks, timeout=1500,
+        *tasks, timeout=1500,
     )  # fmt: skip
     assert served["backend"].startswith("openai-chat")
 

@@ -54,7 +54,7 @@ READ_FILE = {
 TOOLS = [CALCULATOR, READ_FILE]
 
 
-def tiny_engine(model: Path, tool_format: ToolFormat = "auto", max_actions: int = 1) -> Engine:
+def tiny_engine(model: Path, tool_format: ToolFormat = "react", max_actions: int = 1) -> Engine:
     settings = LocalSettings(max_tokens=MAX_TOKENS, disk_cache=False)
     turn = open_local_turn(
         ResolvedModel(model, None),
