@@ -260,6 +260,24 @@ def test_a_five_step_loop_evaluates_only_the_new_tokens_of_each_request(gemma: S
         assert next_prompt - cached <= 16, "only the tool result and its markers were evaluated"
 
 
+# --- a bearer key ---------------------------------------------------------------------------------------
+
+
+def test_a_server_started_with_a_key_answers_only_requests_that_carry_it(
+    tiny_model_chat: Path, tmp_path: Path
+) -> None:
+    model = tmp_path / "tiny.gguf"
+    model.symlink_to(tiny_model_chat)
+    with localagent_server(tmp_path / "serve.log", "--model", str(model), api_key="s3cret-key") as server:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            refused = httpx2.get(f"{server.url}/models", headers=headers, timeout=30)
+            assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
+        with pytest.raises(openai.AuthenticationError):
+            sdk(server).models.list()
+        keyed = openai.OpenAI(base_url=server.url, api_key="s3cret-key", max_retries=0)
+        assert keyed.models.list().data[0].id == "tiny.gguf"
+
+
 # --- a client that goes away ------------------------------------------------------------------------------
 
 
