@@ -353,7 +353,8 @@ def test_models_list_path_and_verify() -> None:
     where = localagent("models", "path")
     assert where.returncode == 0 and where.stdout.strip().endswith(".gguf")
     verified = localagent("models", "verify")
-    assert verified.stdout.strip() == "qwen2.5-coder-1.5b-instruct: ok"
+    # Every installed model is checked; other tests may have installed more than the default.
+    assert "qwen2.5-coder-1.5b-instruct: ok" in verified.stdout.splitlines()
 
 
 def test_shell_completion_as_the_readme_sets_it_up() -> None:
