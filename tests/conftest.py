@@ -20,8 +20,9 @@ os.environ.setdefault("LOCALAGENT_HOME", str(_SESSION_HOME))
 
 EXTERNAL = Path(__file__).parent / "external"
 
-# Fixture modules shared by several test files: the replay HTTP server, the embedded model, tiny GGUFs.
-pytest_plugins = ["fixtures_http", "fixtures_local", "tiny_gguf", "pytester"]
+# Fixture modules shared by several test files: the replay HTTP server, the embedded model, tiny GGUFs,
+# real server processes.
+pytest_plugins = ["fixtures_http", "fixtures_local", "tiny_gguf", "server_processes", "pytester"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

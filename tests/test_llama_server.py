@@ -8,91 +8,25 @@ well-formed turns), not about the model's arithmetic.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from server_processes import ServerProcess
 
 from localagent.backends.openai_chat import OpenAIChatTurn
 from localagent.backends.openai_http import SamplingParams
 from localagent.cancel import CancelToken
 from localagent.messages import NamedToolChoice, SystemMessage, ToolRequests, UserMessage
-from localagent.models import DEFAULT_MODEL, resolve_model
 from localagent.tools.calculator import calculator_tool
 
 pytestmark = pytest.mark.slow
 
-STARTUP_SECONDS = 120
 TASK = "What is 12 times 7?"
-
-
-@dataclass(frozen=True)
-class LlamaServer:
-    url: str
-    log: Path
-
-
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    model = resolve_model(DEFAULT_MODEL).path
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-        "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "4096",
-    ]  # fmt: skip
-    with log.open("wb") as output:
-        # A session of its own, so teardown can stop the server and anything it started.
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        _wait_until_ready(process, url, log)
-        yield LlamaServer(url, log)
-    finally:
-        _stop(process)
-
-
-def _wait_until_ready(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited with status {process.returncode}:\n{_tail(log)}")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.25)
-    pytest.fail(f"llama_cpp.server did not answer within {STARTUP_SECONDS} s:\n{_tail(log)}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
-
-
-def _tail(log: Path, lines: int = 40) -> str:
-    return "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
 
 
 @dataclass(frozen=True)
@@ -118,7 +52,7 @@ class CliRun:
         )
 
 
-def run_cli(server: LlamaServer, tmp_path: Path, *extra: str) -> CliRun:
+def run_cli(server: ServerProcess, tmp_path: Path, *extra: str) -> CliRun:
     transcript = tmp_path / "run.jsonl"
     command = [
         sys.executable, "-m", "localagent", "run", TASK, "--api-base", server.url, "--model", "x",
@@ -128,7 +62,7 @@ def run_cli(server: LlamaServer, tmp_path: Path, *extra: str) -> CliRun:
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     seconds = time.monotonic() - started
-    assert done.stdout, f"no output (exit {done.returncode}):\n{done.stderr}\nserver:\n{_tail(server.log)}"
+    assert done.stdout, f"no output (exit {done.returncode}):\n{done.stderr}\nserver:\n{server.tail()}"
     run = CliRun(done.returncode, json.loads(done.stdout), done.stderr, transcript, seconds)
     print(run.summary())  # shown with -s: what the model did
     return run
@@ -136,27 +70,34 @@ def run_cli(server: LlamaServer, tmp_path: Path, *extra: str) -> CliRun:
 
 def assert_calls_answered_then_final(run: CliRun) -> None:
     """At least one tool call, each answered by the tool message with its id, then a final answer."""
+    requests = assert_final_after_answered_calls(run)
+    assert requests, run.summary()
+
+
+def assert_final_after_answered_calls(run: CliRun) -> list[dict[str, Any]]:
+    """A final answer, and every tool call before it (if the model made any) answered by the tool
+    message with its id; returns the calls."""
     assert run.code == 0, run.summary()
     assert run.payload["status"] == "final"
     assert run.payload["answer"].strip()
     messages = run.payload["messages"]
     requests = [r for m in messages if m["role"] == "assistant" for r in m["tool_requests"]]
-    assert requests, run.summary()
     answered = {m["request_id"] for m in messages if m["role"] == "tool"}
     assert {r["id"] for r in requests} <= answered
     assert messages[-1]["role"] == "assistant" and not messages[-1]["tool_requests"]
+    return requests
 
 
 # --- chat: native tool calls ------------------------------------------------------------------------------
 
 
-def test_cli_chat_run_makes_a_tool_call_then_answers(llama_server: LlamaServer, tmp_path: Path) -> None:
+def test_cli_chat_run_makes_a_tool_call_then_answers(llama_server: ServerProcess, tmp_path: Path) -> None:
     # The last step turns tools off (tool_choice none), so the run must end with an answer.
     run = run_cli(llama_server, tmp_path, "--max-steps", "2")
     assert_calls_answered_then_final(run)
 
 
-def test_chat_turn_with_a_named_tool_streams_a_call_to_it(llama_server: LlamaServer) -> None:
+def test_chat_turn_with_a_named_tool_streams_a_call_to_it(llama_server: ServerProcess) -> None:
     # chatml-function-calling forces the named call and constrains its arguments to the schema.
     turn = OpenAIChatTurn(llama_server.url, "x", sampling=SamplingParams(max_tokens=48, temperature=0.0))
     history = [SystemMessage(content="You are a careful assistant."), UserMessage(content=TASK)]
@@ -175,7 +116,7 @@ def test_chat_turn_with_a_named_tool_streams_a_call_to_it(llama_server: LlamaSer
 
 
 def test_cli_completions_with_gbnf_writes_only_well_formed_turns(
-    llama_server: LlamaServer, tmp_path: Path
+    llama_server: ServerProcess, tmp_path: Path
 ) -> None:
     run = run_cli(
         llama_server, tmp_path, "--api-mode", "completions", "--grammar-field", "gbnf", "--max-steps", "3"
@@ -190,11 +131,17 @@ def test_cli_completions_with_gbnf_writes_only_well_formed_turns(
 
 
 def test_cli_completions_without_a_grammar_reads_the_reply_tolerantly(
-    llama_server: LlamaServer, tmp_path: Path
+    llama_server: ServerProcess, tmp_path: Path
 ) -> None:
     run = run_cli(
         llama_server, tmp_path, "--api-mode", "completions", "--grammar-field", "none", "--max-steps", "3"
     )
-    assert_calls_answered_then_final(run)
+    # Without a grammar the base model may answer without calling (it does under the current
+    # prompts): whatever it wrote, the run reads it into well-formed turns and ends with an answer.
+    requests = assert_final_after_answered_calls(run)
+    assert all(r["name"] == "calculator" for r in requests if r["parse_error"] is None)
+    replies = [m for m in run.payload["messages"] if m["role"] == "assistant"]
+    problems = [r["problem"] for r in run.records() if r["type"] == "format_error"]
+    assert len(replies) == run.payload["steps"] >= len(problems) + 1
     settings = next(r for r in run.records() if r["type"] == "settings")
     assert (settings["backend"], settings["settings"]["grammar_field"]) == ("openai-completions:x", "none")

@@ -340,8 +340,12 @@ def sample_token(logits: np.ndarray, sampling: Sampling, rng: np.random.Generato
     if finite.size > _NUCLEUS_CANDIDATES:
         top = np.argpartition(logits[finite], -_NUCLEUS_CANDIDATES)[-_NUCLEUS_CANDIDATES:]
         finite = finite[top]
-    scaled = logits[finite].astype(np.float64) / sampling.temperature
-    probabilities = np.exp(scaled - scaled.max())
+    kept = logits[finite].astype(np.float64)
+    # The largest logit is subtracted before dividing: a tiny temperature then sends the others to
+    # -inf (probability 0) instead of every logit to inf (NaN).
+    with np.errstate(over="ignore"):
+        scaled = (kept - kept.max()) / sampling.temperature
+    probabilities = np.exp(scaled)
     order = np.argsort(-probabilities)
     probabilities = probabilities[order] / probabilities.sum()
     candidates = finite[order]

@@ -7,6 +7,7 @@ grammar it falls back to llama.cpp's GBNF sampler, and says so once.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,6 +48,14 @@ class StepRecord:
     generation: Generation
     decoder: Decoder
 
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.generation.stats.generated_tokens,
+            cached_prompt_tokens=self.prompt_tokens - self.evaluated_prompt_tokens,
+        )
+
 
 class LocalGenerator:
     def __init__(
@@ -74,6 +83,15 @@ class LocalGenerator:
             self._guidance_future = self._guidance_pool.submit(Guidance, session, model_path, vocab_cache)
         self._fell_back: set[str] = set()
         self.steps: list[StepRecord] = []
+
+    def with_settings(self, settings: LocalSettings) -> LocalGenerator:
+        """The same model, KV cache, grammar engine and step records, generating with other settings
+        (a server's per-request options). Use one of them at a time: they share the model."""
+        view = copy.copy(self)
+        if settings.decoder != self.settings.decoder:
+            raise ValueError("a view of a generator keeps its decoder")
+        view.settings, view.max_tokens = settings, settings.max_tokens
+        return view
 
     @property
     def context_budget(self) -> int:
@@ -106,15 +124,9 @@ class LocalGenerator:
         # The KV cache holds the prompt and, from the own loop (not GBNF's), exactly the reply's tokens.
         self._reuse.hold(prompt.text, prompt_tokens.tokens, generation.tokens)
         evaluated = warmed + generation.stats.evaluated_prompt_tokens
-        self.steps.append(
-            StepRecord(len(prompt_tokens.tokens), evaluated, prompt_tokens.new, generation, decoder)
-        )
-        usage = Usage(
-            prompt_tokens=len(prompt_tokens.tokens),
-            completion_tokens=generation.stats.generated_tokens,
-            cached_prompt_tokens=len(prompt_tokens.tokens) - evaluated,
-        )
-        return Reply(generation.text, generation.stop, usage)
+        step = StepRecord(len(prompt_tokens.tokens), evaluated, prompt_tokens.new, generation, decoder)
+        self.steps.append(step)
+        return Reply(generation.text, generation.stop, step.usage)
 
     def _generate(
         self,

@@ -56,8 +56,9 @@ def _register() -> None:
     from localagent.cli.models_cmd import models
     from localagent.cli.parse_cmd import parse
     from localagent.cli.run import run
+    from localagent.cli.serve_cmd import serve
 
-    for command in (run, chat, parse, grammar, models, bench, eval_group):
+    for command in (run, chat, serve, parse, grammar, models, bench, eval_group):
         cli.add_command(command)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,22 +55,32 @@ def setting_option(name: str) -> Callable[[F], F]:
 
 
 def backend_options(function: F) -> F:
-    options = [setting_option(name) for name in FLAG_SETTINGS]
-    options.append(
-        click.option(
-            "--config",
-            "config_path",
-            type=click.Path(path_type=Path, dir_okay=False),
-            help="Config file. [default: ~/.config/localagent/config.toml]",
+    return settings_options(FLAG_SETTINGS)(function)
+
+
+def settings_options(names: Sequence[str]) -> Callable[[F], F]:
+    """The flags of these settings, then --config."""
+
+    def decorate(function: F) -> F:
+        options = [setting_option(name) for name in names]
+        options.append(
+            click.option(
+                "--config",
+                "config_path",
+                type=click.Path(path_type=Path, dir_okay=False),
+                help="Config file. [default: ~/.config/localagent/config.toml]",
+            )
         )
-    )
-    for option in reversed(options):
-        function = option(function)
-    return function
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
 
 
-def settings_from(params: dict[str, Any]) -> Settings:
-    flags = {name: params.pop(name, None) for name in FLAG_SETTINGS}
+def settings_from(params: dict[str, Any], names: Sequence[str] = FLAG_SETTINGS) -> Settings:
+    """The settings the flags `names` give (popped from params), over the environment and config file."""
+    flags = {name: params.pop(name, None) for name in names}
     # A repeatable flag not given is (); it leaves the setting to the environment and the config file.
     flags = {name: None if value == () else value for name, value in flags.items()}
     return load_settings(flags, params.pop("config_path", None))

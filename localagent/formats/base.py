@@ -9,6 +9,7 @@ from typing import Literal, Protocol
 
 from localagent.errors import LocalagentError
 from localagent.events import TurnEventSink
+from localagent.formats.call_stream import CallSink
 from localagent.messages import Final, Message, NamedToolChoice, ToolChoice, ToolRequests
 from localagent.schema_grammar.gbnf import lark_to_gbnf
 from localagent.tools.spec import ToolSpec
@@ -55,6 +56,8 @@ class ParsedReply:
 
 class ReplyFormat(Protocol):
     name: FormatName
+    # Tool calls one reply may hold.
+    max_actions: int
     # Where a reply generated without a grammar ends: what the model would write next on its own.
     stops: tuple[str, ...]
 
@@ -77,6 +80,10 @@ class ReplyFormat(Protocol):
 
     def display(self, on_event: TurnEventSink | None) -> TextSink:
         """A sink for the reply's text as it is generated, turning it into reasoning and content deltas."""
+        ...
+
+    def calls(self, on_call: CallSink) -> TextSink:
+        """A sink for the reply's text as it is generated, reporting each tool call as it is written."""
         ...
 
 

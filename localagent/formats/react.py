@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from localagent.events import TurnEventSink
 from localagent.formats.base import GrammarCache, ParsedReply, Prompt, ReplyGrammar, TextSink
+from localagent.formats.call_stream import CallSink, ReactCallReader
 from localagent.formats.chat_template import ChatTemplate
 from localagent.messages import Message, ToolChoice
 from localagent.schema_grammar.compiler import GrammarLimits
@@ -71,3 +72,6 @@ class ReactFormat:
 
     def display(self, on_event: TurnEventSink | None) -> TextSink:
         return ReplyStream(on_event).feed
+
+    def calls(self, on_call: CallSink) -> TextSink:
+        return ReactCallReader(on_call).feed

@@ -14,6 +14,7 @@ from typing import Any
 from localagent import prompts
 from localagent.events import ContentDelta, ReasoningDelta, TurnEventSink
 from localagent.formats.base import GrammarCache, ParsedReply, Prompt, ReplyGrammar, TextSink
+from localagent.formats.call_stream import CallSink, WrappedCallReader
 from localagent.formats.chat_template import ChatTemplate
 from localagent.formats.tool_call_grammar import (
     TOOL_CALL_TAGS,
@@ -79,6 +80,9 @@ class ToolCallFormat:
 
     def display(self, on_event: TurnEventSink | None) -> TextSink:
         return _CallStream(on_event, self.wrapper.open or "{").feed
+
+    def calls(self, on_call: CallSink) -> TextSink:
+        return WrappedCallReader(on_call, self.wrapper.open or "{").feed
 
     def _chat_messages(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
         native = self.template.renders_tools
