@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from localagent.cli.common import int_option
 from localagent.cli.options import settings_from, settings_options
 from localagent.cli.progress import ProgressReporter
 
@@ -33,11 +34,11 @@ SERVE_SETTINGS = (
     help="Address to listen on. Only this flag sets it (no config key or environment variable): "
     "other machines reach the server only when the command line says so.",
 )
-@click.option(
+@int_option(
     "--port",
-    type=click.IntRange(0, 65535),
+    0,
+    65535,
     default=8080,
-    show_default=True,
     help="Port to listen on; 0 takes a free one (the ready line says which).",
 )
 @click.option(

@@ -8,6 +8,7 @@ authority on what the calls were (under a grammar the two agree).
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,24 +32,46 @@ _REACT_ACTION = re.compile(r"(?:^|\n)Action: ([^\n]*)\nAction Input: ")
 _REACT_ANSWER = re.compile(r"(?:^|\n)Final Answer: ")
 
 
-class ReactCallReader:
-    """`Action: NAME` then `Action Input: {...}` up to the end of its line, for each action."""
+class _CallReader(ABC):
+    """Calls one after another: each opens, then its arguments go out as they come, until the reply
+    turns out to be an answer."""
 
     def __init__(self, on_call: CallSink) -> None:
         self._on_call = on_call
         self._text = ""
-        self._scan = 0  # where the next action may start
-        self._arguments: tuple[int, int] | None = None  # (start, sent up to) of the open call's input
+        self._scan = 0  # where the next call may start
         self._calls = 0
         self._answering = False
 
     def feed(self, piece: str) -> None:
         self._text += piece
         while not self._answering:
-            if self._arguments is None and not self._open_call():
+            if not self._in_call() and not self._open_call():
                 return
             if not self._send_arguments():
                 return
+
+    @abstractmethod
+    def _in_call(self) -> bool: ...
+
+    @abstractmethod
+    def _open_call(self) -> bool:
+        """Report the next call's start; False until one has started."""
+
+    @abstractmethod
+    def _send_arguments(self) -> bool:
+        """Send what is new of the open call's arguments; True when they are complete."""
+
+
+class ReactCallReader(_CallReader):
+    """`Action: NAME` then `Action Input: {...}` up to the end of its line, for each action."""
+
+    def __init__(self, on_call: CallSink) -> None:
+        super().__init__(on_call)
+        self._arguments: tuple[int, int] | None = None  # (start, sent up to) of the open call's input
+
+    def _in_call(self) -> bool:
+        return self._arguments is not None
 
     def _open_call(self) -> bool:
         action = _REACT_ACTION.search(self._text, self._scan)
@@ -63,7 +86,6 @@ class ReactCallReader:
         return True
 
     def _send_arguments(self) -> bool:
-        """Send what is new of the open call's input; True when its line is complete."""
         assert self._arguments is not None
         start, sent = self._arguments
         end = self._text.find("\n", start)
@@ -82,7 +104,7 @@ class ReactCallReader:
 _CALL_HEAD = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*')
 
 
-class WrappedCallReader:
+class WrappedCallReader(_CallReader):
     """Calls written as `<open>{"name": NAME, "arguments": VALUE}<close>`; VALUE streams as it comes.
 
     `opener` is what starts a call (the wrapper's opening tag, or `{` for bare JSON); like the
@@ -90,22 +112,13 @@ class WrappedCallReader:
     """
 
     def __init__(self, on_call: CallSink, opener: str) -> None:
-        self._on_call = on_call
+        super().__init__(on_call)
         self._opener = opener
         self._body_offset = 0 if opener == "{" else len(opener)
-        self._text = ""
-        self._scan = 0
         self._value: _JsonValueScanner | None = None
-        self._calls = 0
-        self._answering = False
 
-    def feed(self, piece: str) -> None:
-        self._text += piece
-        while not self._answering:
-            if self._value is None and not self._open_call():
-                return
-            if not self._send_arguments():
-                return
+    def _in_call(self) -> bool:
+        return self._value is not None
 
     def _open_call(self) -> bool:
         start = self._text.find(self._opener, self._scan)
