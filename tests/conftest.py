@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,8 +16,10 @@ from localagent.models import models_dir
 # tests read pulled instruct models from there and never write to it.
 USER_MODELS_DIR = models_dir()
 
-# One models directory for the whole session, so the embedded model is assembled once per run.
+# One models directory for the whole session, so the embedded model is assembled once per run; it
+# holds a gigabyte or more of models, so it goes when the session ends.
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="localagent-test-home-"))
+atexit.register(shutil.rmtree, _SESSION_HOME, ignore_errors=True)
 os.environ.setdefault("LOCALAGENT_HOME", str(_SESSION_HOME))
 
 EXTERNAL = Path(__file__).parent / "external"
