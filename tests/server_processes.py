@@ -51,7 +51,11 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """`python -m llama_cpp.server --chat_format chatml-function-calling` on the embedded model."""
-    model = resolve_model(EMBEDDED_MODEL).path
+    yield from serving_with_llama_cpp(resolve_model(EMBEDDED_MODEL).path, tmp_path_factory)
+
+
+def serving_with_llama_cpp(model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """llama-cpp-python's own server on `model`, as its users start it for tool calls."""
     port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [

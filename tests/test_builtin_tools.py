@@ -140,6 +140,23 @@ def test_read_file_errors(tools: FileTools, ws: Path) -> None:
         tools.read_file("src")
 
 
+def test_a_file_named_in_other_letter_case_is_found_when_it_is_the_only_match(
+    tools: FileTools, ws: Path
+) -> None:
+    (ws / "Guide").mkdir()
+    (ws / "Guide" / "NOTES.md").write_text("one\n")
+    assert tools.read_file("guide/notes.md").splitlines()[0] == "Guide/NOTES.md, lines 1-1 of 1:"
+    assert (
+        tools.replace_in_file("guide/Notes.MD", "one", "two")
+        == "Replaced the text at line 1 of Guide/NOTES.md."
+    )
+    assert (ws / "Guide" / "NOTES.md").read_text() == "two\n"
+    (ws / "Guide" / "notes.md").write_text("other\n")  # two candidates: the exact name wins, else none
+    assert tools.read_file("guide/notes.md").startswith("Guide/notes.md")
+    with pytest.raises(ToolError, match=r"No such file: Guide/Notes\.md"):
+        tools.read_file("Guide/Notes.md")
+
+
 def test_read_file_refuses_a_fifo_instead_of_blocking(tools: FileTools, ws: Path) -> None:
     os.mkfifo(ws / "pipe")
     with pytest.raises(ToolError, match="pipe is not a regular file"):

@@ -296,6 +296,8 @@ class FileTools:
 
     def _existing_file(self, path: str) -> tuple[Path, str]:
         real = self.workspace.resolve(path)
+        if not real.exists():
+            real = self.workspace.case_insensitive_match(real) or real
         shown = self.workspace.relative(real)
         status = _status(real, shown)
         if status is None:

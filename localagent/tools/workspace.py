@@ -71,6 +71,29 @@ class Workspace:
             raise ToolError(f"Invalid path: it is too long. {_HINT}")
         return real
 
+    def case_insensitive_match(self, real_path: Path) -> Path | None:
+        """The one existing path inside the workspace that differs from `real_path` only in letter
+        case (a model asked for notes.md, the file is NOTES.md); a name that exists as written wins.
+        None when there is no such path, or several."""
+        if not self.contains(real_path):
+            return None
+        found = self._root
+        for part in real_path.relative_to(self._root).parts:
+            try:
+                names = [
+                    entry.name for entry in os.scandir(found) if entry.name.casefold() == part.casefold()
+                ]
+            except OSError:
+                return None
+            if part in names:
+                found = found / part
+            elif len(names) == 1:
+                found = found / names[0]
+            else:
+                return None
+        real = Path(os.path.realpath(found))
+        return real if real != real_path and self.contains(real) and real.exists() else None
+
     def contains(self, real_path: str | os.PathLike[str]) -> bool:
         """Whether an already resolved path is the root or lies below it."""
         return Path(real_path).is_relative_to(self._root)
