@@ -184,6 +184,28 @@ def test_search_text_finds_literal_text(tools: FileTools) -> None:
     assert tools.search_text("print(") == "Matches for 'print(' in .:\nsrc/main.py:4: print('hello')"
 
 
+def test_plain_search_ignores_case_and_a_regex_does_not(tools: FileTools) -> None:
+    assert tools.search_text("HELLO WORLD") == "Matches for 'HELLO WORLD' in .:\nREADME.md:2: hello world"
+    assert tools.search_text("HELLO", regex=True).startswith("No matches for 'HELLO'")
+
+
+def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
+    tools: FileTools, ws: Path
+) -> None:
+    (ws / "stock.py").write_text("LOW_STOCK_THRESHOLD = 5\nlow = 1\n")
+    assert tools.search_text("low-stock threshold") == (
+        "No line holds 'low-stock threshold' as written; lines in . with all of its words:\n"
+        "stock.py:1: LOW_STOCK_THRESHOLD = 5"
+    )
+
+
+def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
+    assert tools.search_text("main.py") == (
+        "No matches for 'main.py' in . (2 files searched).\n"
+        "Files whose names contain it: src/main.py. Read one with read_file."
+    )
+
+
 def test_search_text_with_a_regex_and_a_path(tools: FileTools) -> None:
     assert tools.search_text(r"^def \w+\(", path="src", regex=True) == (
         "Matches for '^def \\\\w+\\\\(' in src:\nsrc/main.py:3: def main():"

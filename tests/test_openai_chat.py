@@ -669,13 +669,20 @@ def test_cancel_before_the_server_answers(replay: ReplayServer) -> None:
 
 
 def test_cancel_during_the_retry_backoff_sends_nothing_more(replay: ReplayServer) -> None:
-    replay.enqueue_error(503, "overloaded", headers={"retry-after-ms": "300"})
+    replay.enqueue_error(503, "overloaded", headers={"retry-after-ms": "3000"})
     cancel = CancelToken()
-    threading.Timer(0.1, cancel.cancel).start()
-    started = time.monotonic()
+    cancelled_at: list[float] = []
+
+    def cancel_once_the_first_request_is_in() -> None:
+        wait_until(lambda: len(replay.requests) >= 1, seconds=10)
+        cancelled_at.append(time.monotonic())
+        cancel.cancel()
+
+    threading.Thread(target=cancel_once_the_first_request_is_in, daemon=True).start()
     with pytest.raises(Cancelled):
         take_turn(make_turn(replay, max_retries=2), cancel=cancel)
-    assert time.monotonic() - started < 0.3
+    # The 3 s backoff was cut short by the cancel, not slept through.
+    assert time.monotonic() - cancelled_at[0] < 2
     assert not wait_until(lambda: len(replay.requests) > 1, seconds=0.5)
 
 

@@ -11,7 +11,7 @@ import re
 import secrets
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
@@ -37,12 +37,13 @@ VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
 DirPath = Annotated[str, Field(description="Directory path relative to the workspace root; '.' is the root")]
 FilePath = Annotated[str, Field(description="File path relative to the workspace root")]
 StartLine = Annotated[int, Field(ge=1, description="First line to read; only to read on in a long file")]
-Pattern = Annotated[str, Field(description="Text to find (case-sensitive)")]
+Pattern = Annotated[str, Field(description="Text to find; case does not matter")]
 SearchPath = Annotated[
     str, Field(description="File or directory to search, relative to the workspace root; '.' is everything")
 ]
 IsRegex = Annotated[
-    bool, Field(description="true: pattern is a Python regular expression; false: plain text")
+    bool,
+    Field(description="true: pattern is a Python regular expression (case-sensitive); false: plain text"),
 ]
 Content = Annotated[str, Field(description="The complete new content of the file")]
 OldText = Annotated[
@@ -198,15 +199,39 @@ class FileTools:
         status = _status(real, shown)
         if status is None:
             raise ToolError(f"No such file or directory: {shown}. Use '.' to search the whole workspace.")
-        results: list[str] = []
-        searched = skipped_large = 0
-        more = False
+        found = self._search_lines(real, shown, status, matches, cancel)
+        if found.results:
+            return found.report(f"Matches for {pattern!r} in {shown}")
+        named = [] if regex else self._names_containing(real, pattern)
+        hint = (
+            f"\nFiles whose names contain it: {', '.join(named)}. Read one with read_file." if named else ""
+        )
+        words = _words(pattern) if not regex else []
+        if len(words) > 1:
+            loose = self._search_lines(real, shown, status, _all_words_matcher(words), cancel)
+            if loose.results:
+                heading = f"No line holds {pattern!r} as written; lines in {shown} with all of its words"
+                return loose.report(heading) + hint
+        noun = "file" if found.searched == 1 else "files"
+        return (
+            f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}.{hint}"
+        )
+
+    def _search_lines(
+        self,
+        real: Path,
+        shown: str,
+        status: os.stat_result,
+        matches: Callable[[str], bool],
+        cancel: CancelToken | None,
+    ) -> _Search:
+        found = _Search()
         for file in [real] if stat.S_ISREG(status.st_mode) else self._text_file_candidates(real):
             if cancel is not None:
                 cancel.raise_if_cancelled()
             try:
                 if file != real and file.stat().st_size > SEARCH_FILE_BYTES_LIMIT:
-                    skipped_large += 1
+                    found.skipped_large += 1
                     continue
                 with file.open("rb") as handle:
                     if _looks_binary(handle):
@@ -215,34 +240,32 @@ class FileTools:
                                 f"{shown} is a binary file; search_text only searches text files."
                             )
                         continue
-                    searched += 1
+                    found.searched += 1
                     for number, raw in enumerate(_lines(handle), start=1):
                         text = _display_line(raw)
                         if not matches(text):
                             continue
-                        if len(results) == SEARCH_MATCH_LIMIT:
-                            more = True
+                        if len(found.results) == SEARCH_MATCH_LIMIT:
+                            found.more = True
                             break
-                        results.append(f"{self.workspace.relative(file)}:{number}: {text.strip()}")
+                        found.results.append(f"{self.workspace.relative(file)}:{number}: {text.strip()}")
             except OSError:
                 continue  # unreadable files are skipped like binary ones
-            if more:
+            if found.more:
                 break
-        skipped = (
-            f" ({skipped_large} files over {SEARCH_FILE_BYTES_LIMIT:,} bytes skipped)"
-            if skipped_large
-            else ""
-        )
-        if not results:
-            noun = "file" if searched == 1 else "files"
-            return f"No matches for {pattern!r} in {shown} ({searched} {noun} searched){skipped}."
-        lines = [f"Matches for {pattern!r} in {shown}{skipped}:", *results]
-        if more:
-            lines.append(
-                f"[Stopped after {SEARCH_MATCH_LIMIT} matches; there are more. "
-                "Use a more specific pattern or a smaller path.]"
-            )
-        return "\n".join(lines)
+        return found
+
+    def _names_containing(self, real: Path, pattern: str) -> list[str]:
+        """Files below `real` whose path holds `pattern`: a model searching for "app.toml" wants that file."""
+        if not real.is_dir():
+            return []
+        wanted = pattern.casefold()
+        named = [
+            self.workspace.relative(file)
+            for file in self._text_file_candidates(real)
+            if wanted in self.workspace.relative(file).casefold()
+        ]
+        return named[:_NAMED_FILES_SHOWN]
 
     def write_file(self, path: FilePath, content: Content) -> str:
         """Create a file or overwrite it with new content. Missing directories are created."""
@@ -418,9 +441,46 @@ def _display_line(raw: bytes) -> str:
     return text
 
 
+@dataclass
+class _Search:
+    results: list[str] = field(default_factory=list)
+    searched: int = 0
+    skipped_large: int = 0
+    more: bool = False
+
+    @property
+    def skipped(self) -> str:
+        if not self.skipped_large:
+            return ""
+        return f" ({self.skipped_large} files over {SEARCH_FILE_BYTES_LIMIT:,} bytes skipped)"
+
+    def report(self, heading: str) -> str:
+        lines = [f"{heading}{self.skipped}:", *self.results]
+        if self.more:
+            lines.append(
+                f"[Stopped after {SEARCH_MATCH_LIMIT} matches; there are more. "
+                "Use a more specific pattern or a smaller path.]"
+            )
+        return "\n".join(lines)
+
+
+_NAMED_FILES_SHOWN = 10
+_WORD = re.compile(r"\w+")
+
+
+def _words(pattern: str) -> list[str]:
+    return [word.casefold() for word in _WORD.findall(pattern)]
+
+
+def _all_words_matcher(words: list[str]) -> Callable[[str], bool]:
+    """Lines holding every word, in any case and order: "low-stock threshold" finds LOW_STOCK_THRESHOLD."""
+    return lambda text: all(word in text.casefold() for word in words)
+
+
 def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
     if not is_regex:
-        return lambda text: pattern in text
+        wanted = pattern.casefold()
+        return lambda text: wanted in text.casefold()
     try:
         compiled = regex.compile(pattern)
     except regex.error as error:
