@@ -1,8 +1,8 @@
 """Every string the model reads that localagent writes: instructions, notes, feedback and tool errors.
 
 Tuning a prompt is an edit to this file. Small models copy concrete text from their prompt into
-their answers, so nothing here shows a made-up question, value or path the model could repeat.
-`tests/test_prompts.py` renders every one of them.
+their answers, so the only worked examples come from a folder unlike any a user has (a birdwatcher's
+notes), and only for the tools that are offered. A test renders every one of them.
 """
 
 from __future__ import annotations
