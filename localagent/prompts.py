@@ -109,8 +109,24 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
             "Final Answer: pond.md now says herons: 5."
         )
     if not examples:
-        return None
+        return GENERIC_EXAMPLE if names - _FILE_TOOLS else None
     return "Examples, from another folder (a birdwatcher's notes):\n\n" + "\n\n".join(examples)
+
+
+_FILE_TOOLS = {"list_dir", "read_file", "search_text", "write_file", "replace_in_file"}
+
+# For tool sets the file examples do not cover: the shape of one call and its answer, with a tool
+# the model is never offered (the grammar keeps it from writing that name).
+GENERIC_EXAMPLE = (
+    "Example, with a tool you do not have:\n\n"
+    "Question: How many herons did the club count on 3 May 2024?\n"
+    "Thought: The count_birds tool gives the count for one species on one day.\n"
+    "Action: count_birds\n"
+    'Action Input: {"species": "heron", "date": "2024-05-03"}\n'
+    "Observation: 7\n"
+    "Thought: I know the answer now.\n"
+    "Final Answer: The club counted 7 herons on 3 May 2024."
+)
 
 
 def react_reply_shapes(tool_names: Sequence[str], tool_choice: ToolChoice = "auto") -> str:

@@ -17,6 +17,8 @@ from localagent.mcp_servers.spec import McpServer
 from localagent.models import DEFAULT_MODEL
 from localagent.user_files import read_user_text
 
+HTTP_TIMEOUT = 60.0  # seconds per HTTP request, for the settings and the HTTP turns alike
+
 ENV_PREFIX = "LOCALAGENT_"
 
 
@@ -84,7 +86,7 @@ class Settings(BaseModel):
     disk_cache: bool = Field(
         True, description="Keep the instructions' KV snapshot and the vocabulary on disk for fast starts."
     )
-    timeout: float = Field(60.0, gt=0, le=3600, description="Seconds per HTTP request.")
+    timeout: float = Field(HTTP_TIMEOUT, gt=0, le=3600, description="Seconds per HTTP request.")
     max_retries: int = Field(2, ge=0, le=10, description="HTTP retries on 429 and 5xx.")
     mcp: tuple[McpServer, ...] = Field(
         (),

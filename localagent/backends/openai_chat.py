@@ -44,6 +44,7 @@ from localagent.messages import (
     ToolRequests,
     UserMessage,
 )
+from localagent.settings import HTTP_TIMEOUT
 from localagent.tools.spec import ToolSpec
 
 # --- history -> request ---------------------------------------------------------------------------
@@ -126,7 +127,7 @@ class OpenAIChatTurn:
         base_url: str,
         model: str,
         api_key: str = "",
-        timeout: float = 300.0,
+        timeout: float = HTTP_TIMEOUT,
         max_retries: int = 2,
         extra_body: dict[str, Any] | None = None,
         api_key_env: str = DEFAULT_KEY_ENV,

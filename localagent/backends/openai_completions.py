@@ -38,6 +38,7 @@ from localagent.cancel import CancelToken
 from localagent.errors import BackendError
 from localagent.formats.base import Prompt, ReplyFormat, ReplyGrammar, TextSink
 from localagent.formats.react import ReactFormat
+from localagent.settings import HTTP_TIMEOUT
 
 GrammarField = Literal["gbnf", "lark", "none"]
 _FIELD_NAMES = {"gbnf": "grammar", "lark": "structured_outputs"}
@@ -59,7 +60,7 @@ class CompletionsGenerator:
         base_url: str,
         model: str,
         api_key: str = "",
-        timeout: float = 60.0,
+        timeout: float = HTTP_TIMEOUT,
         max_retries: int = 2,
         grammar_field: GrammarField = "gbnf",
         sampling: SamplingParams | None = None,
