@@ -355,7 +355,9 @@ def test_the_embedded_model_with_the_grammar_always_replies_in_structure(categor
 
 @pytest.mark.slow
 def test_the_table_has_one_column_without_the_grammar_and_progress_on_stderr() -> None:
-    done = localagent("eval", "bfcl", "--limit", "2", "--no-grammar", "--max-tokens", "32")
+    done = localagent(
+        "eval", "bfcl", "--limit", "2", "--no-grammar", "--max-tokens", "32", "--data", str(BFCL)
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("BFCL simple: 2 questions")
     assert "no grammar" in done.stdout and "valid structure" in done.stdout

@@ -30,7 +30,9 @@ pytestmark = pytest.mark.slow
 def test_a_run_in_the_tool_call_format_reuses_every_token_of_the_last_step(
     instruct_model: ResolvedModel, default_tools: list[Tool], sample_workspace: Path
 ) -> None:
-    turn = open_local_turn(instruct_model, LoadSettings(n_ctx=4096), LocalSettings(max_tokens=120))
+    turn = open_local_turn(
+        instruct_model, LoadSettings(n_ctx=4096), LocalSettings(max_tokens=120), tool_format="tool_call"
+    )
     assert isinstance(turn.format, ToolCallFormat)  # `auto` picks it for a template that lays out tools
     # Calls open the reply: given a line of preface first, this model writes its guess at the
     # answer there, then repeats itself to the token limit (measured at temperature 0).

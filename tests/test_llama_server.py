@@ -136,12 +136,20 @@ def test_cli_completions_without_a_grammar_reads_the_reply_tolerantly(
     run = run_cli(
         llama_server, tmp_path, "--api-mode", "completions", "--grammar-field", "none", "--max-steps", "3"
     )
-    # Without a grammar the base model may answer without calling (it does under the current
-    # prompts): whatever it wrote, the run reads it into well-formed turns and ends with an answer.
-    requests = assert_final_after_answered_calls(run)
-    assert all(r["name"] == "calculator" for r in requests if r["parse_error"] is None)
+    # Without a grammar nothing holds the base model to the tool choice: it may answer, call the
+    # calculator, or call a tool that does not exist, even on the last step. Whatever it wrote, the run
+    # reads it into well-formed turns, answers every call it runs (the first call to an unknown tool
+    # with that error) and ends on its own terms.
+    assert run.payload["status"] in ("final", "max_steps"), run.summary()
     replies = [m for m in run.payload["messages"] if m["role"] == "assistant"]
     problems = [r["problem"] for r in run.records() if r["type"] == "format_error"]
     assert len(replies) == run.payload["steps"] >= len(problems) + 1
+    answered = {m["request_id"] for m in run.payload["messages"] if m["role"] == "tool"}
+    run_calls = [r for m in replies[:-1] for r in m["tool_requests"]]
+    assert {r["id"] for r in run_calls} <= answered, run.summary()
+    first_unknown = next((r for r in run_calls if r["name"] != "calculator"), None)
+    if first_unknown is not None:
+        results = {m["request_id"]: m["content"] for m in run.payload["messages"] if m["role"] == "tool"}
+        assert "unknown tool" in results[first_unknown["id"]], run.summary()
     settings = next(r for r in run.records() if r["type"] == "settings")
     assert (settings["backend"], settings["settings"]["grammar_field"]) == ("openai-completions:x", "none")
