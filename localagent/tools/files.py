@@ -260,12 +260,8 @@ class FileTools:
         if not real.is_dir():
             return []
         wanted = pattern.casefold()
-        named = [
-            self.workspace.relative(file)
-            for file in self._text_file_candidates(real)
-            if wanted in self.workspace.relative(file).casefold()
-        ]
-        return named[:_NAMED_FILES_SHOWN]
+        paths = (self.workspace.relative(file) for file in self._text_file_candidates(real))
+        return [path for path in paths if wanted in path.casefold()][:_NAMED_FILES_SHOWN]
 
     def write_file(self, path: FilePath, content: Content) -> str:
         """Create a file or overwrite it with new content. Missing directories are created."""
@@ -474,7 +470,12 @@ def _words(pattern: str) -> list[str]:
 
 def _all_words_matcher(words: list[str]) -> Callable[[str], bool]:
     """Lines holding every word, in any case and order: "low-stock threshold" finds LOW_STOCK_THRESHOLD."""
-    return lambda text: all(word in text.casefold() for word in words)
+
+    def matches(text: str) -> bool:
+        folded = text.casefold()
+        return all(word in folded for word in words)
+
+    return matches
 
 
 def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
