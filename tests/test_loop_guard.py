@@ -34,6 +34,14 @@ def test_other_text_is_not_a_loop(tokens: list[int]) -> None:
     assert not is_looping(tokens)
 
 
+def test_only_tokens_since_the_line_was_ended_count() -> None:
+    # After the decoder ends a looping line, the loop must show again in full before it counts.
+    tokens = [5] * 60 + [10] + [5] * 47
+    assert is_looping(tokens)
+    assert not is_looping(tokens, since=61)
+    assert is_looping([*tokens, 5], since=61)
+
+
 class LoopingGenerator:
     constrained = True
     max_tokens = 64

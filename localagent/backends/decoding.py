@@ -193,7 +193,7 @@ class LlamaSession:
             if stop and output.cut_at(stop):
                 reason = "end"
                 break
-            if is_looping(output.tokens[loop_checked_from:]):
+            if is_looping(output.tokens, since=loop_checked_from):
                 if escapes_left and matcher is not None and self._end_line(matcher, output):
                     escapes_left -= 1
                     loop_checked_from = len(output.tokens)
@@ -311,13 +311,14 @@ class _TextAccumulator:
 _LOOP_ESCAPES = 2
 
 
-def is_looping(tokens: Sequence[int], span: int = 48, longest_period: int = 16) -> bool:
-    """Whether the last `span` tokens are one pattern of at most `longest_period` tokens, repeated.
+def is_looping(tokens: Sequence[int], span: int = 48, longest_period: int = 16, since: int = 0) -> bool:
+    """Whether the last `span` tokens, all at or after index `since`, are one pattern of at most
+    `longest_period` tokens, repeated.
 
     Small models fall into such loops under greedy decoding ("/ 1000 / 1000 / 1000 …"); left alone
     they run to the token limit, which on a laptop costs many seconds for nothing.
     """
-    if len(tokens) < span:
+    if len(tokens) - since < span:
         return False
     tail = tokens[-span:]
     return any(
