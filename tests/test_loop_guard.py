@@ -36,8 +36,9 @@ def test_other_text_is_not_a_loop(tokens: list[int]) -> None:
 
 def test_only_tokens_since_the_line_was_ended_count() -> None:
     # After the decoder ends a looping line, the loop must show again in full before it counts.
-    tokens = [5] * 60 + [10] + [5] * 47
-    assert is_looping(tokens)
+    looped = [5] * 60
+    assert is_looping(looped)
+    tokens = [*looped, 10, *[5] * 47]
     assert not is_looping(tokens, since=61)
     assert is_looping([*tokens, 5], since=61)
 
