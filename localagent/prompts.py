@@ -22,6 +22,7 @@ SYSTEM_PROMPT = (
     "You call the tools yourself, one call at a time, and read their results; the user cannot. "
     "Look at the files before you answer questions about them: read the file that holds the answer, "
     "or, when you do not know which one it is, search all files for a word from the question. "
+    "When you are asked to change a file, change it with a tool before you answer. "
     "When you know the answer, give it in one or two sentences."
 )
 
@@ -290,6 +291,10 @@ ELIDED_OBSERVATION = "[older observation elided to fit the context window]"
 # --- tool errors ---
 
 REPEATED_CALL = (
+    "(You already made this exact call; this is its earlier result. Do not make it again: call a "
+    "tool with other arguments, or answer.)"
+)
+REPEATED_AGAIN = (
     "(You already made this exact call; this is its earlier result. Tools are off for your next "
     "reply: answer from what you have found.)"
 )

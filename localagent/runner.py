@@ -142,8 +142,7 @@ class Runner:
             cancel.raise_if_cancelled()
             state.steps += 1
             last = state.steps >= max_steps
-            # A step that only repeated earlier calls learned nothing: the model must answer now.
-            choice: ToolChoice = "none" if last or executor.only_repeats else "auto"
+            choice: ToolChoice = "none" if last or executor.tools_off else "auto"
             result = self._take_turn(state, choice, cancel)
             if result is None:  # a malformed reply, already answered with feedback
                 if last:

@@ -19,6 +19,10 @@ from localagent.tools.base import InvalidArguments, Tool, ToolError
 
 Approver = Callable[[Tool, ToolRequest], bool]
 
+# Steps in a row made only of repeated calls before tools are turned off: after the first, the model
+# is told to try something else; repeating again means it has nothing else to try.
+REPEAT_STEPS_BEFORE_ANSWER = 2
+
 
 def deny_all(tool: Tool, request: ToolRequest) -> bool:
     return False
@@ -81,8 +85,8 @@ class ToolExecutor:
     max_requests: int = 8
     parallel: bool = True
     failure_streaks: dict[str, int] = field(default_factory=dict)
-    # Whether every call of the last step repeated an earlier one: the model learned nothing new.
-    only_repeats: bool = False
+    # Steps in a row whose every call repeated an earlier one: the model learned nothing new in them.
+    repeat_streak: int = 0
     _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def run_step(self, requests: Sequence[ToolRequest], cancel: CancelToken) -> list[ToolMessage]:
@@ -121,8 +125,9 @@ class ToolExecutor:
                 batch.append(index)
         flush_batch()
         for index, first in repeats:
-            outcomes[index] = _repeat_of(outcomes[first])
-        self.only_repeats = bool(outcomes) and all(outcome and outcome.repeated for outcome in outcomes)
+            outcomes[index] = _repeat_of(outcomes[first], self._repeat_note())
+        only_repeats = bool(outcomes) and all(outcome and outcome.repeated for outcome in outcomes)
+        self.repeat_streak = self.repeat_streak + 1 if only_repeats else 0
         return [self._finish(request, outcome) for request, outcome in zip(requests, outcomes, strict=True)]
 
     def tool_with_failure_streak(self, limit: int) -> str | None:
@@ -139,8 +144,18 @@ class ToolExecutor:
         tool = self.tools[request.name]
         key = _call_key(request)
         if key in self._earlier_results and not tool.changes_files:
-            return _Outcome(f"{self._earlier_results[key]}\n{prompts.REPEATED_CALL}", False, repeated=True)
+            return _Outcome(f"{self._earlier_results[key]}\n{self._repeat_note()}", False, repeated=True)
         return None
+
+    @property
+    def tools_off(self) -> bool:
+        """Whether the model must answer now: it repeated itself in too many steps in a row."""
+        return self.repeat_streak >= REPEAT_STEPS_BEFORE_ANSWER
+
+    def _repeat_note(self) -> str:
+        # The note a repeat gets assumes the whole step repeats; the next step's tool choice follows it.
+        final = self.repeat_streak + 1 >= REPEAT_STEPS_BEFORE_ANSWER
+        return prompts.REPEATED_AGAIN if final else prompts.REPEATED_CALL
 
     def _call_changing(self, tool: Tool, request: ToolRequest, cancel: CancelToken) -> _Outcome:
         if not self.approve(tool, request):
@@ -204,11 +219,11 @@ def _finished(request: ToolRequest, outcome: _Outcome, seconds: float) -> ToolFi
     )
 
 
-def _repeat_of(first: _Outcome | None) -> _Outcome:
+def _repeat_of(first: _Outcome | None, note: str) -> _Outcome:
     assert first is not None
     if first.is_error:
         return _Outcome(prompts.REPEATED_FAILED_CALL, True)
-    return _Outcome(f"{first.content}\n{prompts.REPEATED_CALL}", False, repeated=True)
+    return _Outcome(f"{first.content}\n{note}", False, repeated=True)
 
 
 def _call_key(request: ToolRequest) -> tuple[str, str]:

@@ -55,7 +55,7 @@ def test_a_run_reads_a_file_with_a_tool_and_answers(notes: Path) -> None:
     assert (result.status, result.answer, result.steps, result.error) == ("final", "It has 2 lines.", 2, None)
     assert result.messages[:2] == [
         SystemMessage(content=SYSTEM_PROMPT),
-        UserMessage(content=first_task("How many lines?", "todo.txt")),
+        UserMessage(content=first_task("How many lines?", "todo.txt: buy milk")),
     ]
     observation = next(m for m in result.messages if isinstance(m, ToolMessage))
     assert "buy milk" in observation.content and not observation.is_error

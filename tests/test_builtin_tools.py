@@ -18,6 +18,7 @@ from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.files import (
     LINE_CHAR_LIMIT,
     LIST_LIMIT,
+    NOTHING_FOUND_ADVICE,
     READ_CHAR_LIMIT,
     SEARCH_MATCH_LIMIT,
     FileTools,
@@ -170,7 +171,7 @@ def test_a_symlink_loop_is_a_clear_error(tools: FileTools, ws: Path) -> None:
         tools.read_file("loop_a")
     with pytest.raises(ToolError, match="Cannot access loop_a: Too many levels of symbolic links"):
         tools.write_file("loop_a", "x")
-    assert tools.search_text("x") == "No matches for 'x' in . (2 files searched)."
+    assert tools.search_text("x") == "No matches for 'x' in . (2 files searched).\n" + NOTHING_FOUND_ADVICE
 
 
 # search_text
@@ -184,9 +185,10 @@ def test_search_text_finds_literal_text(tools: FileTools) -> None:
     assert tools.search_text("print(") == "Matches for 'print(' in .:\nsrc/main.py:4: print('hello')"
 
 
-def test_plain_search_ignores_case_and_a_regex_does_not(tools: FileTools) -> None:
+def test_plain_search_ignores_case_and_a_regex_does_only_with_a_capital_letter(tools: FileTools) -> None:
     assert tools.search_text("HELLO WORLD") == "Matches for 'HELLO WORLD' in .:\nREADME.md:2: hello world"
     assert tools.search_text("HELLO", regex=True).startswith("No matches for 'HELLO'")
+    assert tools.search_text("hel+o w", regex=True) == "Matches for 'hel+o w' in .:\nREADME.md:2: hello world"
 
 
 def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
@@ -202,7 +204,7 @@ def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
 def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
     assert tools.search_text("main.py") == (
         "No matches for 'main.py' in . (2 files searched).\n"
-        "Files whose names contain it: src/main.py. Read one with read_file."
+        "Files whose names contain it: src/main.py. Read one with read_file.\n" + NOTHING_FOUND_ADVICE
     )
 
 
@@ -236,7 +238,10 @@ def test_search_text_stops_a_catastrophic_pattern_with_a_clear_error(
 
 
 def test_search_text_no_matches(tools: FileTools) -> None:
-    assert tools.search_text("absent") == "No matches for 'absent' in . (2 files searched)."
+    assert (
+        tools.search_text("absent")
+        == "No matches for 'absent' in . (2 files searched).\n" + NOTHING_FOUND_ADVICE
+    )
 
 
 def test_search_text_skips_binary_files_and_hidden_and_vcs_directories(tools: FileTools, ws: Path) -> None:

@@ -23,6 +23,7 @@ from localagent.messages import (
     Usage,
     UserMessage,
 )
+from localagent.prompts import REPEATED_AGAIN
 from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
 from localagent.runner import Runner, RunnerSettings
 from localagent.tools.base import Tool, ToolError
@@ -151,10 +152,26 @@ def test_repeated_call_returns_earlier_result_without_running_again() -> None:
     assert [e.repeated for e in events if isinstance(e, ToolFinished)] == [False, True]
 
 
-def test_a_step_of_only_repeated_calls_turns_tools_off_for_the_next_reply() -> None:
-    items = [action("add", '{"a": 1, "b": 2}'), action("add", '{"a": 1, "b": 2}'), answer("3")]
-    result, turn, _ = run(items)
-    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "none"]
+def test_a_first_repeated_step_asks_for_something_else_and_keeps_tools_on() -> None:
+    same = action("add", '{"a": 1, "b": 2}')
+    result, turn, _ = run([same, same, action("add", '{"a": 2, "b": 2}'), answer("4")])
+    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto", "auto"]
+    assert tool_messages(result.messages)[1].content == f"3\n{REPEAT_NOTE}"
+    assert result.status == "final"
+
+
+def test_two_steps_in_a_row_of_only_repeated_calls_turn_tools_off_for_the_next_reply() -> None:
+    same = action("add", '{"a": 1, "b": 2}')
+    result, turn, _ = run([same, same, same, answer("3")])
+    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto", "none"]
+    assert tool_messages(result.messages)[2].content == f"3\n{REPEATED_AGAIN}"
+    assert result.status == "final"
+
+
+def test_a_new_call_between_repeats_starts_the_count_again() -> None:
+    same, other = action("add", '{"a": 1, "b": 2}'), action("add", '{"a": 2, "b": 2}')
+    result, turn, _ = run([same, same, other, same, answer("4")])
+    assert [call.tool_choice for call in turn.calls] == ["auto"] * 5
     assert result.status == "final"
 
 

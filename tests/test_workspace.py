@@ -11,7 +11,7 @@ import pytest
 from localagent.cancel import CancelToken
 from localagent.errors import LocalagentError
 from localagent.tools.base import ToolError
-from localagent.tools.files import FileTools
+from localagent.tools.files import NOTHING_FOUND_ADVICE, FileTools
 from localagent.tools.workspace import Workspace, WorkspaceError
 
 SECRET = "SENTINEL-5f1c9e secret outside the workspace"
@@ -167,7 +167,10 @@ def test_no_tool_reads_or_writes_outside(layout: dict[str, Path]) -> None:
 
 def test_searching_the_whole_workspace_does_not_follow_links_out(layout: dict[str, Path]) -> None:
     tools = FileTools(Workspace(layout["ws"]))
-    assert tools.search_text("SENTINEL") == "No matches for 'SENTINEL' in . (2 files searched)."
+    assert (
+        tools.search_text("SENTINEL")
+        == "No matches for 'SENTINEL' in . (2 files searched).\n" + NOTHING_FOUND_ADVICE
+    )
     listing = tools.list_dir(".")
     assert "link_dir (link to outside the workspace; cannot be used)" in listing
     assert "secret" not in listing

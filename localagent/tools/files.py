@@ -30,6 +30,8 @@ PATH_CHOICES_LIMIT = 300  # a bigger workspace's paths are not listed in the gra
 SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
 SEARCH_REGEX_SECONDS = 2.0  # CPU time one line may take: a pattern that backtracks without end is stopped
 BINARY_SNIFF_BYTES = 8192
+PREVIEW_READ_BYTES = 2048  # how far into a file the listing looks for its first telling line
+PREVIEW_CHARS = 70
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
 
@@ -43,7 +45,10 @@ SearchPath = Annotated[
 ]
 IsRegex = Annotated[
     bool,
-    Field(description="true: pattern is a Python regular expression (case-sensitive); false: plain text"),
+    Field(
+        description="true: pattern is a Python regular expression (case-sensitive only when it has a "
+        "capital letter); false: plain text"
+    ),
 ]
 Content = Annotated[str, Field(description="The complete new content of the file")]
 OldText = Annotated[
@@ -215,6 +220,7 @@ class FileTools:
         noun = "file" if found.searched == 1 else "files"
         return (
             f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}.{hint}"
+            f"\n{NOTHING_FOUND_ADVICE}"
         )
 
     def _search_lines(
@@ -361,11 +367,32 @@ class FileTools:
                     continue
 
 
-def workspace_listing(workspace: Workspace, limit: int = 40) -> str:
-    """The workspace's files, one relative path a line, for the model to know what exists."""
+def workspace_listing(workspace: Workspace, limit: int = 40, previews: bool = True) -> str:
+    """The workspace's files, one relative path a line, for the model to know what exists.
+
+    With `previews`, each path is followed by the file's first line that says something: a CSV's
+    header or a document's title tells a small model which file to read.
+    """
     _, files = workspace_paths(workspace, limit + 1)
-    shown = files[:limit] + (["(more files not shown)"] if len(files) > limit else [])
+    shown = [_with_preview(workspace, path) if previews else path for path in files[:limit]]
+    shown += ["(more files not shown)"] if len(files) > limit else []
     return "\n".join(shown) if shown else "(no files)"
+
+
+def _with_preview(workspace: Workspace, path: str) -> str:
+    try:
+        with (workspace.root / path).open("rb") as file:
+            if _looks_binary(file):
+                return path
+            head = file.read(PREVIEW_READ_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return path
+    line = next((line.strip() for line in head.splitlines() if _SAYS_SOMETHING.search(line)), None)
+    if line is None:
+        return path
+    if len(line) > PREVIEW_CHARS:
+        line = line[: PREVIEW_CHARS - 1].rstrip() + "…"
+    return f"{path}: {line}"
 
 
 def workspace_paths(workspace: Workspace, limit: int) -> tuple[list[str], list[str]]:
@@ -461,6 +488,9 @@ class _Search:
 
 
 _NAMED_FILES_SHOWN = 10
+# A line with two letters or digits in a row; "{" or "---" alone says nothing about a file.
+_SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
+NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
 
 
@@ -483,7 +513,9 @@ def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
         wanted = pattern.casefold()
         return lambda text: wanted in text.casefold()
     try:
-        compiled = regex.compile(pattern)
+        # Smart case, as in ripgrep: a pattern in lower case matches any case.
+        flags = 0 if any(char.isupper() for char in pattern) else regex.IGNORECASE
+        compiled = regex.compile(pattern, flags)
     except regex.error as error:
         raise ToolError(
             f"Invalid regular expression {pattern!r}: {error}. "
