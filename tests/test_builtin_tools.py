@@ -201,6 +201,19 @@ def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
     )
 
 
+def test_a_question_phrase_falls_back_to_lines_with_most_of_its_words(tools: FileTools, ws: Path) -> None:
+    (ws / "club.md").write_text("# Garden club, 4 March\nPresent: Ines, Wen\n# Book club, 1 May\n")
+    assert tools.search_text("garden club meetings in March") == (
+        "No line holds all the words of 'garden club meetings in March'; lines in . with most of them:\n"
+        "club.md:1: # Garden club, 4 March"
+    )
+    # Half the words is enough; lines with more of them come first.
+    assert tools.search_text("book garden club in May") == (
+        "No line holds all the words of 'book garden club in May'; lines in . with most of them:\n"
+        "club.md:3: # Book club, 1 May\nclub.md:1: # Garden club, 4 March"
+    )
+
+
 def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
     assert tools.search_text("main.py") == (
         "No matches for 'main.py' in . (2 files searched).\n"

@@ -217,6 +217,16 @@ class FileTools:
             if loose.results:
                 heading = f"No line holds {pattern!r} as written; lines in {shown} with all of its words"
                 return loose.report(heading) + hint
+        key_words = [word for word in words if word not in _COMMON_WORDS]
+        if len(key_words) > 2:
+            # A question's phrase ("garden club meetings in March") rarely appears whole in any line.
+            enough = (len(key_words) + 1) // 2
+            some = self._search_lines(real, shown, status, _some_words_matcher(key_words, enough), cancel)
+            if some.results:
+                some.results.sort(key=lambda line: -_words_held(line.split(": ", 1)[-1], key_words))
+                del some.results[_SOME_WORDS_SHOWN:]
+                heading = f"No line holds all the words of {pattern!r}; lines in {shown} with most of them"
+                return some.report(heading) + hint
         noun = "file" if found.searched == 1 else "files"
         return (
             f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}.{hint}"
@@ -492,6 +502,49 @@ _NAMED_FILES_SHOWN = 10
 _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
+_SOME_WORDS_SHOWN = 10
+# Words that say nothing about where an answer is; left out when lines need only some of the words.
+_COMMON_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "my",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+    ]
+)
 
 
 def _words(pattern: str) -> list[str]:
@@ -506,6 +559,15 @@ def _all_words_matcher(words: list[str]) -> Callable[[str], bool]:
         return all(word in folded for word in words)
 
     return matches
+
+
+def _words_held(text: str, words: list[str]) -> int:
+    folded = text.casefold()
+    return sum(word in folded for word in words)
+
+
+def _some_words_matcher(words: list[str], enough: int) -> Callable[[str], bool]:
+    return lambda text: _words_held(text, words) >= enough
 
 
 def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
