@@ -505,45 +505,10 @@ _WORD = re.compile(r"\w+")
 _SOME_WORDS_SHOWN = 10
 # Words that say nothing about where an answer is; left out when lines need only some of the words.
 _COMMON_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "my",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-    ]
+    _WORD.findall(
+        "a an and are at be by can do does for from has have how i in is it its my of on or that the "
+        "this to was what when where which who why will with"
+    )
 )
 
 
