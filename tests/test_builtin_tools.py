@@ -384,6 +384,20 @@ def test_replace_in_file_matches_plain_newlines_in_a_crlf_file(tools: FileTools,
     assert (ws / "win.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
 
 
+def test_replace_in_file_matches_text_quoted_the_other_way_and_keeps_the_files_quotes(
+    tools: FileTools, ws: Path
+) -> None:
+    (ws / "app.toml").write_text("[logging]\nlevel = \"warning\"\nname = 'app'\n")
+    assert tools.replace_in_file("app.toml", "level = 'warning'", "level = 'error'") == (
+        "Replaced the text at line 2 of app.toml."
+    )
+    assert (ws / "app.toml").read_text() == "[logging]\nlevel = \"error\"\nname = 'app'\n"
+    # Only a single match counts, as for text written exactly.
+    (ws / "two.txt").write_text('a = "x"\nb = "x"\n')
+    with pytest.raises(ToolError, match="old was not found"):
+        tools.replace_in_file("two.txt", "'x'", "'y'")
+
+
 def test_replace_in_file_refuses_binary_and_non_utf8_files(tools: FileTools, ws: Path) -> None:
     (ws / "data.bin").write_bytes(b"abc\x00def")
     (ws / "latin1.txt").write_bytes("café".encode("latin-1"))

@@ -316,6 +316,10 @@ class FileTools:
             # The file has Windows line endings; the model almost always writes plain "\n".
             old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
             count = _occurrences(text, old)
+        if count == 0 and _occurrences(text, old.translate(_SWAP_QUOTES)) == 1:
+            # The model quoted a value the other way round ('x' for "x"): the file's quotes stay.
+            old, new = old.translate(_SWAP_QUOTES), new.translate(_SWAP_QUOTES)
+            count = 1
         if count == 0:
             raise ToolError(
                 f"old was not found in {shown}. Nothing was changed. {_not_found_hint(text, old)}"
@@ -503,6 +507,7 @@ _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
 _SOME_WORDS_SHOWN = 10
+_SWAP_QUOTES = str.maketrans({"'": '"', '"': "'"})
 # Words that say nothing about where an answer is; left out when lines need only some of the words.
 _COMMON_WORDS = frozenset(
     _WORD.findall(
