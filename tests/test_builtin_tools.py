@@ -363,6 +363,11 @@ def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) 
         ("aaa\n", "aa", r"old appears 2 times"),
         ("def f():\n    return 1\n", "2: return 1", r"Leave out the line numbers"),
         ("def f():\n    return 1\n", "return 1  ", r"spaces or newlines at the start or end"),
+        (
+            '__version__ = "0.7.3"\n',
+            "version = '0.7.3'",
+            r"The closest line is line 1: '__version__ = \"0\.7\.3\"'",
+        ),
     ],
 )
 def test_replace_in_file_refuses_without_changing_anything(

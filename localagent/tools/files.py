@@ -6,6 +6,7 @@ parameters are the JSON schema, so both are written for a small model: short and
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import secrets
@@ -507,6 +508,8 @@ _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
 _SOME_WORDS_SHOWN = 10
+_CLOSEST_LINE_RATIO = 0.7
+_CLOSEST_LINE_SEARCH_LIMIT = 5000
 _SWAP_QUOTES = str.maketrans({"'": '"', '"': "'"})
 # Words that say nothing about where an answer is; left out when lines need only some of the words.
 _COMMON_WORDS = frozenset(
@@ -595,7 +598,26 @@ def _not_found_hint(text: str, old: str) -> str:
         return "Leave out the line numbers that read_file shows ('12: ')."
     if old.strip() and old.strip() in text:
         return "The spaces or newlines at the start or end of old differ from the file; copy them exactly."
+    closest = _closest_line(text, old)
+    if closest is not None:
+        number, line = closest
+        return f"The closest line is line {number}: {line.strip()!r}. Copy old exactly from the file."
     return "Read the file again with read_file and copy old exactly, including indentation."
+
+
+def _closest_line(text: str, old: str) -> tuple[int, str] | None:
+    """The file's line most like old's first line, when one is alike enough to be the one meant."""
+    wanted = next((line.strip() for line in old.splitlines() if line.strip()), "")
+    lines = text.splitlines()
+    if not wanted or len(lines) > _CLOSEST_LINE_SEARCH_LIMIT:
+        return None
+    scored = [
+        (difflib.SequenceMatcher(None, wanted, line.strip()).ratio(), number, line)
+        for number, line in enumerate(lines, start=1)
+        if line.strip()
+    ]
+    best = max(scored, default=None, key=lambda item: item[0])
+    return (best[1], best[2]) if best and best[0] >= _CLOSEST_LINE_RATIO else None
 
 
 def _write_atomically(real: Path, data: bytes, shown: str) -> None:
