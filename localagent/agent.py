@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,17 +45,24 @@ Notice = Callable[[str], None]
 _log = logging.getLogger("localagent")
 
 
-def opening_messages(task: str, workspace: Path, listing: bool = True) -> list[Message]:
+def opening_messages(
+    task: str, workspace: Path, listing: bool = True, hidden: Collection[Path] = ()
+) -> list[Message]:
     """A run's first messages: the instructions, then the task after a view of the workspace.
 
     The instructions are the same for every run, so a local model's KV snapshot of them (with the
-    tools) is reused across runs; what depends on the workspace comes after them.
+    tools) is reused across runs; what depends on the workspace comes after them. `hidden` files
+    (the run's own transcript) are left out of the view.
     """
-    files = workspace_listing(Workspace(workspace)) if listing else None
+    files = workspace_listing(Workspace(workspace), hidden=hidden) if listing else None
     return [
         SystemMessage(content=prompts.SYSTEM_PROMPT),
         UserMessage(content=prompts.first_task(task, files)),
     ]
+
+
+def _present(path: Path | None) -> list[Path]:
+    return [] if path is None else [path]
 
 
 class _Shared:
@@ -251,7 +258,7 @@ class Agent(ClosesOnExit):
         with self._run_lock:  # one run at a time: they would share the transcript and a local model
             turn = self.load()
             messages = (
-                opening_messages(task, self.workspace.root)
+                opening_messages(task, self.workspace.root, hidden=_present(self.transcript_path))
                 if history is None
                 else [*history, UserMessage(content=task)]
             )

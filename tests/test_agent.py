@@ -62,6 +62,14 @@ def test_a_run_reads_a_file_with_a_tool_and_answers(notes: Path) -> None:
     assert model.calls[0].tool_names == ["list_dir", "read_file", "search_text", "calculator", "word_count"]
 
 
+def test_the_runs_own_transcript_in_the_workspace_is_not_listed(notes: Path) -> None:
+    model = ScriptedTurn([answer("Two lines.")])
+    agent = Agent(model=model, tools=["default"], workspace=notes, transcript=notes / "run.jsonl")
+    result = agent.run("How many lines?")
+    assert (notes / "run.jsonl").exists()
+    assert result.messages[1] == UserMessage(content=first_task("How many lines?", "todo.txt: buy milk"))
+
+
 def test_tools_come_as_names_references_functions_and_tools(notes: Path) -> None:
     (notes / "shout_tools.py").write_text(
         "def shout(text: str) -> str:\n    '''Shout.'''\n    return text.upper()\n", encoding="utf-8"

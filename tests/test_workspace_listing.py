@@ -53,3 +53,10 @@ def test_a_big_workspace_is_cut_at_the_limit_with_a_note(tmp_path: Path) -> None
         "f00.txt: file 0\nf01.txt: file 1\nf02.txt: file 2\n(more files not shown)"
     )
     assert workspace_listing(make(tmp_path / "empty", {})) == "(no files)"
+
+
+def test_hidden_files_are_left_out(tmp_path: Path) -> None:
+    workspace = make(tmp_path, {"notes.txt": "milk\n", "run.jsonl": '{"type": "settings"}\n'})
+    outside = tmp_path.parent / "elsewhere.jsonl"
+    listing = workspace_listing(workspace, hidden=[tmp_path / "run.jsonl", outside])
+    assert listing == "notes.txt: milk"

@@ -11,7 +11,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
@@ -382,13 +382,18 @@ class FileTools:
                     continue
 
 
-def workspace_listing(workspace: Workspace, limit: int = 40, previews: bool = True) -> str:
+def workspace_listing(
+    workspace: Workspace, limit: int = 40, previews: bool = True, hidden: Collection[Path] = ()
+) -> str:
     """The workspace's files, one relative path a line, for the model to know what exists.
 
     With `previews`, each path is followed by the file's first line that says something: a CSV's
     header or a document's title tells a small model which file to read.
     """
-    _, files = workspace_paths(workspace, limit + 1)
+    inside = [real for real in (Path(path).resolve() for path in hidden) if workspace.contains(real)]
+    left_out = {workspace.relative(real) for real in inside}
+    _, files = workspace_paths(workspace, limit + 1 + len(left_out))
+    files = [path for path in files if path not in left_out]
     shown = [_with_preview(workspace, path) if previews else path for path in files[:limit]]
     shown += ["(more files not shown)"] if len(files) > limit else []
     return "\n".join(shown) if shown else "(no files)"
