@@ -24,7 +24,8 @@ from localagent.models import DEFAULT_MODEL
 
 pytestmark = pytest.mark.slow
 
-TASKS = ["read-log-level", "search-flyers", "no_tool-japan-capital"]
+# One read, one search and one no-tool task that the default model finishes in two steps locally.
+TASKS = ["read-request-timeout", "search-tomato-day", "no_tool-hours-in-week"]
 
 
 @pytest.fixture(scope="module")
