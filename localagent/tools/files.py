@@ -214,7 +214,7 @@ class FileTools:
         )
         words = _words(pattern) if not regex else []
         if len(words) > 1:
-            loose = self._search_lines(real, shown, status, _all_words_matcher(words), cancel)
+            loose = self._search_lines(real, shown, status, _some_words_matcher(words, len(words)), cancel)
             if loose.results:
                 heading = f"No line holds {pattern!r} as written; lines in {shown} with all of its words"
                 return loose.report(heading) + hint
@@ -529,22 +529,14 @@ def _words(pattern: str) -> list[str]:
     return [word.casefold() for word in _WORD.findall(pattern)]
 
 
-def _all_words_matcher(words: list[str]) -> Callable[[str], bool]:
-    """Lines holding every word, in any case and order: "low-stock threshold" finds LOW_STOCK_THRESHOLD."""
-
-    def matches(text: str) -> bool:
-        folded = text.casefold()
-        return all(word in folded for word in words)
-
-    return matches
-
-
 def _words_held(text: str, words: list[str]) -> int:
     folded = text.casefold()
     return sum(word in folded for word in words)
 
 
 def _some_words_matcher(words: list[str], enough: int) -> Callable[[str], bool]:
+    """Lines holding at least `enough` of the words, in any case and order: all of "low-stock
+    threshold" finds LOW_STOCK_THRESHOLD."""
     return lambda text: _words_held(text, words) >= enough
 
 
