@@ -214,10 +214,33 @@ def test_a_question_phrase_falls_back_to_lines_with_most_of_its_words(tools: Fil
     )
 
 
+def test_two_key_words_fall_back_to_lines_with_either(tools: FileTools, ws: Path) -> None:
+    (ws / "app.toml").write_text('[logging]\nlevel = "warning"\nport = 80\n')
+    assert tools.search_text("the log level", path="app.toml") == (
+        "No line holds all the words of 'the log level'; lines in app.toml with most of them:\n"
+        'app.toml:1: [logging]\napp.toml:2: level = "warning"'
+    )
+
+
 def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
     assert tools.search_text("main.py") == (
-        "No matches for 'main.py' in . (2 files searched).\n"
-        "Files whose names contain it: src/main.py. Read one with read_file.\n" + NOTHING_FOUND_ADVICE
+        "No line holds all the words of 'main.py'; lines in . with most of them:\n"
+        "src/main.py:3: def main():\n"
+        "Files whose names contain it: src/main.py. Read one with read_file."
+    )
+    assert tools.search_text("settings.py") == (
+        "No matches for 'settings.py' in . (2 files searched).\n" + NOTHING_FOUND_ADVICE
+    )
+
+
+def test_a_small_file_searched_in_vain_is_shown_whole(tools: FileTools, ws: Path) -> None:
+    assert tools.search_text("timeout", path="src/main.py") == (
+        "No matches for 'timeout' in src/main.py (1 file searched). The whole file instead:\n"
+        + tools.read_file("src/main.py")
+    )
+    (ws / "big.txt").write_text("line of text\n" * 400)
+    assert tools.search_text("timeout", path="big.txt") == (
+        "No matches for 'timeout' in big.txt (1 file searched).\n" + NOTHING_FOUND_ADVICE
     )
 
 

@@ -31,6 +31,7 @@ PATH_CHOICES_LIMIT = 300  # a bigger workspace's paths are not listed in the gra
 SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
 SEARCH_REGEX_SECONDS = 2.0  # CPU time one line may take: a pattern that backtracks without end is stopped
 BINARY_SNIFF_BYTES = 8192
+SMALL_FILE_BYTES = 2048  # a file searched in vain is shown whole when it is this small
 PREVIEW_READ_BYTES = 2048  # how far into a file the listing looks for its first telling line
 PREVIEW_CHARS = 70
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
@@ -219,7 +220,7 @@ class FileTools:
                 heading = f"No line holds {pattern!r} as written; lines in {shown} with all of its words"
                 return loose.report(heading) + hint
         key_words = [word for word in words if word not in _COMMON_WORDS]
-        if len(key_words) > 2:
+        if len(key_words) > 1:
             # A question's phrase ("garden club meetings in March") rarely appears whole in any line.
             enough = (len(key_words) + 1) // 2
             some = self._search_lines(real, shown, status, _some_words_matcher(key_words, enough), cancel)
@@ -229,10 +230,11 @@ class FileTools:
                 heading = f"No line holds all the words of {pattern!r}; lines in {shown} with most of them"
                 return some.report(heading) + hint
         noun = "file" if found.searched == 1 else "files"
-        return (
-            f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}.{hint}"
-            f"\n{NOTHING_FOUND_ADVICE}"
-        )
+        nothing = f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}."
+        if stat.S_ISREG(status.st_mode) and status.st_size <= SMALL_FILE_BYTES and found.searched:
+            # The model chose this file as the likely place; a small one shown whole saves it a step.
+            return f"{nothing} The whole file instead:\n{self.read_file(shown)}"
+        return f"{nothing}{hint}\n{NOTHING_FOUND_ADVICE}"
 
     def _search_lines(
         self,
