@@ -32,7 +32,11 @@ SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a
 SEARCH_REGEX_SECONDS = 2.0  # CPU time one line may take: a pattern that backtracks without end is stopped
 BINARY_SNIFF_BYTES = 8192
 SMALL_FILE_BYTES = 2048  # a file searched in vain is shown whole when it is this small
-PREVIEW_READ_BYTES = 2048  # how far into a file the listing looks for its first telling line
+PREVIEW_READ_BYTES = 2048
+# A match in a Markdown file is shown with the heading it falls under: in a changelog or a handbook
+# the heading ("## 0.7.0", "# Expenses") is often the answer.
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+SECTION_CHARS = 60  # how far into a file the listing looks for its first telling line
 PREVIEW_CHARS = 70
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
@@ -260,14 +264,21 @@ class FileTools:
                             )
                         continue
                     found.searched += 1
+                    sections = file.suffix.lower() in MARKDOWN_SUFFIXES
+                    section: str | None = None  # the heading above the line, in a Markdown file
                     for number, raw in enumerate(_lines(handle), start=1):
                         text = _display_line(raw)
-                        if not matches(text):
-                            continue
-                        if len(found.results) == SEARCH_MATCH_LIMIT:
-                            found.more = True
-                            break
-                        found.results.append(f"{self.workspace.relative(file)}:{number}: {text.strip()}")
+                        heading = sections and _MARKDOWN_HEADING.match(text) is not None
+                        if matches(text):
+                            if len(found.results) == SEARCH_MATCH_LIMIT:
+                                found.more = True
+                                break
+                            where = "" if heading or section is None else f"  (under {section!r})"
+                            found.results.append(
+                                f"{self.workspace.relative(file)}:{number}: {text.strip()}{where}"
+                            )
+                        if heading:
+                            section = _shortened(text.strip(), SECTION_CHARS)
             except OSError:
                 continue  # unreadable files are skipped like binary ones
             if found.more:
@@ -412,9 +423,7 @@ def _with_preview(workspace: Workspace, path: str) -> str:
     line = next((line.strip() for line in head.splitlines() if _SAYS_SOMETHING.search(line)), None)
     if line is None:
         return path
-    if len(line) > PREVIEW_CHARS:
-        line = line[: PREVIEW_CHARS - 1].rstrip() + "…"
-    return f"{path}: {line}"
+    return f"{path}: {_shortened(line, PREVIEW_CHARS)}"
 
 
 def workspace_paths(workspace: Workspace, limit: int) -> tuple[list[str], list[str]]:
@@ -479,6 +488,10 @@ def _lines(file: BinaryIO) -> Iterator[bytes]:
         yield chunk.rstrip(b"\r\n")
 
 
+def _shortened(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def _display_line(raw: bytes) -> str:
     text = raw.decode("utf-8", errors="replace")
     if len(text) > LINE_CHAR_LIMIT:
@@ -514,6 +527,7 @@ _NAMED_FILES_SHOWN = 10
 _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
+_MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
 _SOME_WORDS_SHOWN = 10
 _CLOSEST_LINE_RATIO = 0.7
 _CLOSEST_LINE_SEARCH_LIMIT = 5000
