@@ -179,16 +179,20 @@ def test_a_symlink_loop_is_a_clear_error(tools: FileTools, ws: Path) -> None:
 
 def test_search_text_finds_literal_text(tools: FileTools) -> None:
     assert tools.search_text("hello") == (
-        "Matches for 'hello' in .:\nREADME.md:2: hello world\nsrc/main.py:4: print('hello')"
+        "Matches for 'hello' in .:\nREADME.md:2: hello world  (under '# Demo')\nsrc/main.py:4: print('hello')"
     )
     # Literal by default: the parenthesis is not a regex group.
     assert tools.search_text("print(") == "Matches for 'print(' in .:\nsrc/main.py:4: print('hello')"
 
 
 def test_plain_search_ignores_case_and_a_regex_does_only_with_a_capital_letter(tools: FileTools) -> None:
-    assert tools.search_text("HELLO WORLD") == "Matches for 'HELLO WORLD' in .:\nREADME.md:2: hello world"
+    assert tools.search_text("HELLO WORLD") == (
+        "Matches for 'HELLO WORLD' in .:\nREADME.md:2: hello world  (under '# Demo')"
+    )
     assert tools.search_text("HELLO", regex=True).startswith("No matches for 'HELLO'")
-    assert tools.search_text("hel+o w", regex=True) == "Matches for 'hel+o w' in .:\nREADME.md:2: hello world"
+    assert tools.search_text("hel+o w", regex=True) == (
+        "Matches for 'hel+o w' in .:\nREADME.md:2: hello world  (under '# Demo')"
+    )
 
 
 def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
@@ -242,6 +246,19 @@ def test_a_small_file_searched_in_vain_is_shown_whole(tools: FileTools, ws: Path
     assert tools.search_text("timeout", path="big.txt") == (
         "No matches for 'timeout' in big.txt (1 file searched).\n" + NOTHING_FOUND_ADVICE
     )
+
+
+def test_a_match_in_markdown_names_its_heading_and_other_files_do_not(tools: FileTools, ws: Path) -> None:
+    (ws / "CHANGELOG.md").write_text("# Changelog\n\n## 0.7.0\n- Add the `export` command.\n")
+    (ws / "app.toml").write_text("# export settings\nexport = true\n")
+    assert tools.search_text("export") == (
+        "Matches for 'export' in .:\n"
+        "CHANGELOG.md:4: - Add the `export` command.  (under '## 0.7.0')\n"
+        "app.toml:1: # export settings\n"
+        "app.toml:2: export = true"
+    )
+    # A heading that matches is shown as it is.
+    assert tools.search_text("0.7.0") == "Matches for '0.7.0' in .:\nCHANGELOG.md:3: ## 0.7.0"
 
 
 def test_search_text_with_a_regex_and_a_path(tools: FileTools) -> None:
