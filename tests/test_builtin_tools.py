@@ -237,6 +237,27 @@ def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
     )
 
 
+def test_a_regex_for_file_names_points_at_the_files(tools: FileTools, ws: Path) -> None:
+    (ws / "orders").mkdir()
+    for month in ("01", "02"):
+        (ws / "orders" / f"2024-{month}.csv").write_text("order_id,sku\n1,P-1\n")
+    assert tools.search_text(".csv", path="orders", regex=True) == (
+        "No matches for '.csv' in orders (2 files searched).\n"
+        "Files whose names contain it: orders/2024-01.csv, orders/2024-02.csv. Read one with read_file.\n"
+        + NOTHING_FOUND_ADVICE
+    )
+
+
+def test_plain_words_searched_as_a_regex_still_fall_back_to_some_of_the_words(
+    tools: FileTools, ws: Path
+) -> None:
+    (ws / "app.toml").write_text('[logging]\nlevel = "warning"\n')
+    assert tools.search_text("log level", regex=True).startswith(
+        "No line holds all the words of 'log level'; lines in . with most of them:\napp.toml:1: [logging]"
+    )
+    assert tools.search_text("log.level", regex=True).startswith("No matches for 'log.level'")
+
+
 def test_a_small_file_searched_in_vain_is_shown_whole(tools: FileTools, ws: Path) -> None:
     assert tools.search_text("timeout", path="src/main.py") == (
         "No matches for 'timeout' in src/main.py (1 file searched). The whole file instead:\n"

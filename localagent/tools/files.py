@@ -213,11 +213,12 @@ class FileTools:
         found = self._search_lines(real, shown, status, matches, cancel)
         if found.results:
             return found.report(f"Matches for {pattern!r} in {shown}")
-        named = [] if regex else self._names_containing(real, pattern)
+        named = self._names_matching(real, matches)
         hint = (
             f"\nFiles whose names contain it: {', '.join(named)}. Read one with read_file." if named else ""
         )
-        words = _words(pattern) if not regex else []
+        # A small model often sets regex for plain words; those still get the looser searches.
+        words = _words(pattern) if not regex or not _REGEX_SYNTAX.search(pattern) else []
         if len(words) > 1:
             loose = self._search_lines(real, shown, status, _some_words_matcher(words, len(words)), cancel)
             if loose.results:
@@ -285,13 +286,12 @@ class FileTools:
                 break
         return found
 
-    def _names_containing(self, real: Path, pattern: str) -> list[str]:
-        """Files below `real` whose path holds `pattern`: a model searching for "app.toml" wants that file."""
+    def _names_matching(self, real: Path, matches: Callable[[str], bool]) -> list[str]:
+        """Files below `real` whose path matches: a model searching for "app.toml" or ".csv" wants files."""
         if not real.is_dir():
             return []
-        wanted = pattern.casefold()
         paths = (self.workspace.relative(file) for file in self._text_file_candidates(real))
-        return [path for path in paths if wanted in path.casefold()][:_NAMED_FILES_SHOWN]
+        return [path for path in paths if matches(path)][:_NAMED_FILES_SHOWN]
 
     def write_file(self, path: FilePath, content: Content) -> str:
         """Create a file or overwrite it with new content. Missing directories are created."""
@@ -528,6 +528,7 @@ _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
 _MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
+_REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
 _SOME_WORDS_SHOWN = 10
 _CLOSEST_LINE_RATIO = 0.7
 _CLOSEST_LINE_SEARCH_LIMIT = 5000
