@@ -144,7 +144,9 @@ class ToolExecutor:
         tool = self.tools[request.name]
         key = _call_key(request)
         if key in self._earlier_results and not tool.changes_files:
-            return _Outcome(f"{self._earlier_results[key]}\n{self._repeat_note()}", False, repeated=True)
+            earlier = self._earlier_results[key]
+            more = _more_on_repeat(tool, request, earlier)
+            return _Outcome(f"{earlier}\n{self._repeat_note()}{more}", False, repeated=True)
         return None
 
     @property
@@ -217,6 +219,16 @@ def _finished(request: ToolRequest, outcome: _Outcome, seconds: float) -> ToolFi
         seconds=round(seconds, 4),
         repeated=outcome.repeated,
     )
+
+
+def _more_on_repeat(tool: Tool, request: ToolRequest, earlier: str) -> str:
+    if tool.on_repeat is None:
+        return ""
+    try:
+        more = tool.on_repeat(request.arguments or {}, earlier)
+    except Exception:  # noqa: BLE001 - a repeat is answered with the earlier result whatever happens
+        return ""
+    return f"\n{more}" if more else ""
 
 
 def _repeat_of(first: _Outcome | None, note: str) -> _Outcome:

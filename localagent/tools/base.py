@@ -32,6 +32,9 @@ class Tool:
     # The schema the grammar should use for the next turn, when it is narrower than the spec's:
     # read_file's path limited to the files that exist now, say. None: the spec's own.
     narrow: Callable[[], dict[str, Any] | None] | None = None
+    # What to add when the model makes the same call again, given its arguments and earlier result:
+    # more than it saw the first time, since seeing the same again rarely changes its next step.
+    on_repeat: Callable[[dict[str, Any], str], str | None] | None = None
 
     @property
     def name(self) -> str:

@@ -7,6 +7,7 @@ parameters are the JSON schema, so both are written for a small model: short and
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import re
 import secrets
@@ -32,6 +33,7 @@ SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a
 SEARCH_REGEX_SECONDS = 2.0  # CPU time one line may take: a pattern that backtracks without end is stopped
 BINARY_SNIFF_BYTES = 8192
 SMALL_FILE_BYTES = 2048  # a file searched in vain is shown whole when it is this small
+REPEAT_FILES_SHOWN = 3  # a repeated search shows at most this many small files whole
 PREVIEW_READ_BYTES = 2048
 # A match in a Markdown file is shown with the heading it falls under: in a changelog or a handbook
 # the heading ("## 0.7.0", "# Expenses") is often the answer.
@@ -77,7 +79,7 @@ class FileTools:
         tools = [
             Tool.from_function(self.list_dir),
             Tool.from_function(self.read_file),
-            Tool.from_function(self.search_text),
+            replace(Tool.from_function(self.search_text), on_repeat=self.files_of_search),
             Tool.from_function(self.write_file, changes_files=True),
             Tool.from_function(self.replace_in_file, changes_files=True, check=_check_edit),
         ]
@@ -285,6 +287,28 @@ class FileTools:
             if found.more:
                 break
         return found
+
+    def files_of_search(self, arguments: dict[str, Any], earlier: str) -> str | None:
+        """For a search made again: the files it found lines in, or else the files it searched, shown
+        whole when they are few and small. A model that repeats a search wants more than those lines."""
+        paths = list(dict.fromkeys(_FOUND_IN.findall(earlier)))
+        heading = "The files with those lines, whole:"
+        if not paths:
+            heading = "The files it searched, whole:"
+            real = self.workspace.resolve(str(arguments.get("path", ".")))
+            if not real.is_dir():
+                return None  # a small file searched in vain was shown whole already
+            candidates = itertools.islice(self._text_file_candidates(real), REPEAT_FILES_SHOWN + 1)
+            paths = [self.workspace.relative(file) for file in candidates]
+        if not paths or len(paths) > REPEAT_FILES_SHOWN:
+            return None
+        shown = []
+        for path in paths:
+            real, _ = self._existing_file(path)
+            if real.stat().st_size > SMALL_FILE_BYTES:
+                return None
+            shown.append(self.read_file(path))
+        return "\n".join([heading, *shown])
 
     def _names_matching(self, real: Path, matches: Callable[[str], bool]) -> list[str]:
         """Files below `real` whose path matches: a model searching for "app.toml" or ".csv" wants files."""
@@ -528,6 +552,7 @@ _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
 _MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
+_FOUND_IN = re.compile(r"^(.+?):\d+: ", re.MULTILINE)  # the path of each line a search shows
 _REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
 _SOME_WORDS_SHOWN = 10
 _CLOSEST_LINE_RATIO = 0.7
