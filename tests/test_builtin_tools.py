@@ -12,7 +12,8 @@ import pytest
 from localagent.cancel import Cancelled, CancelToken
 from localagent.events import ToolFinished
 from localagent.messages import ToolRequest
-from localagent.tool_execution import ToolExecutor
+from localagent.prompts import REPEATED_CALL
+from localagent.tool_execution import ToolExecutor, deny_all
 from localagent.tools import files
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.files import (
@@ -552,3 +553,49 @@ def test_a_cancelled_search_stops(tools: FileTools) -> None:
     search = next(tool for tool in tools.tools() if tool.name == "search_text")
     with pytest.raises(Cancelled):
         search.run({"pattern": "hello"}, cancel)
+
+
+# a repeated search
+
+
+def search_twice(tools: FileTools, **arguments: object) -> str:
+    """The second of two identical search_text calls in two steps, as the runner answers it."""
+    executor = ToolExecutor({tool.name: tool for tool in tools.tools()}, lambda event: None, deny_all, 8)
+    for step in range(2):
+        request = ToolRequest(id=f"call-{step}", name="search_text", arguments=dict(arguments))
+        (message,) = executor.run_step([request], CancelToken())
+    return message.content
+
+
+def test_a_repeated_search_shows_the_files_it_found_lines_in_whole(tools: FileTools, ws: Path) -> None:
+    (ws / "meetings").mkdir()
+    (ws / "meetings" / "a.md").write_text("# Garden club, 4 March\nPresent: Ines, Wen\n")
+    (ws / "meetings" / "b.md").write_text("# Garden club, 11 March\nPresent: Ines, Olu\n")
+    first = tools.search_text("garden club", path="meetings")
+    assert search_twice(tools, pattern="garden club", path="meetings") == "\n".join(
+        [
+            first,
+            REPEATED_CALL,
+            "The files with those lines, whole:",
+            tools.read_file("meetings/a.md"),
+            tools.read_file("meetings/b.md"),
+        ]
+    )
+
+
+def test_a_repeated_search_that_found_nothing_shows_the_files_it_searched(tools: FileTools) -> None:
+    first = tools.search_text("enamel", path="src")
+    assert search_twice(tools, pattern="enamel", path="src") == "\n".join(
+        [first, REPEATED_CALL, "The files it searched, whole:", tools.read_file("src/main.py")]
+    )
+
+
+def test_a_repeated_search_over_many_or_large_files_shows_only_the_earlier_result(
+    tools: FileTools, ws: Path
+) -> None:
+    for name in ("a", "b", "c"):
+        (ws / "docs" / f"{name}.txt").write_text("nothing here\n")
+    assert search_twice(tools, pattern="enamel") == f"{tools.search_text('enamel')}\n{REPEATED_CALL}"
+    (ws / "docs" / "big.txt").write_text("enamel mug\n" * 300)
+    first = tools.search_text("enamel", path="docs/big.txt")
+    assert search_twice(tools, pattern="enamel", path="docs/big.txt") == f"{first}\n{REPEATED_CALL}"
