@@ -34,12 +34,12 @@ SEARCH_REGEX_SECONDS = 2.0  # CPU time one line may take: a pattern that backtra
 BINARY_SNIFF_BYTES = 8192
 SMALL_FILE_BYTES = 2048  # a file searched in vain is shown whole when it is this small
 REPEAT_FILES_SHOWN = 3  # a repeated search shows at most this many small files whole
-PREVIEW_READ_BYTES = 2048
+PREVIEW_READ_BYTES = 2048  # how far into a file the listing looks for its first telling line
+PREVIEW_CHARS = 70
 # A match in a Markdown file is shown with the heading it falls under: in a changelog or a handbook
 # the heading ("## 0.7.0", "# Expenses") is often the answer.
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-SECTION_CHARS = 60  # how far into a file the listing looks for its first telling line
-PREVIEW_CHARS = 70
+SECTION_CHARS = 60
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
 
