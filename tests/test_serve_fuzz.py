@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from openai._models import construct_type
 from openai.types import Completion
@@ -266,6 +266,8 @@ def test_completion_requests_get_a_json_error_or_a_valid_completion(
 
 @FUZZ
 @given(schema=SCHEMA, stream=st.booleans())
+# Found by this test: a property named U+0085 streamed raw, a line end to str.splitlines().
+@example(schema={"properties": {"\x85": {}}}, stream=True)
 def test_any_tool_schema_is_refused_or_called_with_a_json_object(
     target: Target, schema: dict[str, Any], stream: bool
 ) -> None:

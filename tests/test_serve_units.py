@@ -32,6 +32,7 @@ from localagent.serve.chat_reply import ChatReply, ReplyHeader
 from localagent.serve.chat_request import ChatRequest
 from localagent.serve.errors import RequestError, from_validation
 from localagent.serve.reply_memory import ReplyMemory
+from localagent.serve.responding import event_data
 from localagent.serve.stop_strings import StopStrings
 from localagent.tools.loading import builtin_names, select_tools
 from localagent.tools.workspace import Workspace
@@ -328,3 +329,12 @@ def test_text_without_a_stop_string_is_all_sent_in_the_end() -> None:
     assert stops.feed("ends in ST") == "ends in "
     assert stops.flush() == "ST"
     assert not stops.hit
+
+
+def test_an_event_stays_one_line_for_any_line_splitter() -> None:
+    # Hypothesis found a tool named "\x85": str.splitlines() cut the event carrying it in two.
+    body = {"name": "x\x85y\u2028z\u2029", "text": "é\nà"}
+    data = event_data(body)
+    assert data.splitlines() == [data]
+    assert json.loads(data) == body
+    assert "é" in data  # other characters stay as they are, unescaped

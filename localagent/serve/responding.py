@@ -51,13 +51,23 @@ async def _events(first: Any, submission: Submission[Any]) -> AsyncIterator[Serv
         while not isinstance(item, EndOfItems):
             if isinstance(item, Failed):
                 # Mid-stream, an error can only be an event; OpenAI's SDK raises it as an APIError.
-                yield ServerSentEvent(json.dumps(_failure_body(item.error), ensure_ascii=False))
+                yield ServerSentEvent(event_data(_failure_body(item.error)))
                 return
-            yield ServerSentEvent(json.dumps(item, ensure_ascii=False))
+            yield ServerSentEvent(event_data(item))
             item = await submission.items.get()
         yield ServerSentEvent("[DONE]")
     finally:
         submission.abandon()  # the client went away mid-stream, or nothing is left to stop
+
+
+# Line ends to Python's str.splitlines and to JavaScript source, though not to SSE: escaped, a client
+# that splits a stream into lines that way still reads whole events.
+_UNICODE_LINE_ENDS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def event_data(body: Any) -> str:
+    """The JSON of one event, on one line for any line splitter (the other line ends are escaped by JSON)."""
+    return json.dumps(body, ensure_ascii=False).translate(_UNICODE_LINE_ENDS)
 
 
 def _failure_body(error: BaseException) -> dict[str, Any]:
