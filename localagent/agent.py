@@ -265,7 +265,7 @@ class Agent(ClosesOnExit):
             runner = Runner(
                 turn,
                 self.tools,
-                RunnerSettings(max_steps=self.settings.max_steps),
+                RunnerSettings(max_steps=self.settings.max_steps, worked_answer=self.settings.worked_answer),
                 on_event=on_event,
                 approve=self.approve,
                 transcript=self._transcript,

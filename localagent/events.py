@@ -30,6 +30,8 @@ class TurnStarted(_Event):
     step: int
     tool_choice: str
     steps_left: int
+    # The runner's extra turn after the answer, without tools (runner.py, worked_answer.py).
+    worked_answer: bool = False
 
 
 class ReasoningDelta(_Event):

@@ -27,11 +27,33 @@ SYSTEM_PROMPT = (
 )
 
 
+_LISTING_HEADING = "Files in the workspace:\n"
+
+
 def first_task(task: str, listing: str | None) -> str:
     """The user's first task of a run, after a short view of the workspace when there is one."""
     if not listing:
         return task
-    return f"Files in the workspace:\n{listing}\n\n{task}"
+    return f"{_LISTING_HEADING}{listing}\n\n{task}"
+
+
+def question_of(message: str) -> str:
+    """The task in a user message, without the view of the workspace `first_task` put before it."""
+    if message.startswith(_LISTING_HEADING) and "\n\n" in message:
+        return message.split("\n\n", 1)[1]
+    return message
+
+
+# --- the worked answer, asked for in a conversation of its own (worked_answer.py) ---
+
+WORKED_ANSWER_SYSTEM = "You are a careful assistant. You think step by step."
+
+
+def worked_answer_request(question: str, found: Sequence[str]) -> str:
+    return (
+        "\n\n".join(found) + f"\n\nUsing only the text above, answer this question: {question}\n"
+        "Think step by step; show any arithmetic. End with a line 'Answer:' and the answer in one sentence."
+    )
 
 
 # --- the text-tag (ReAct) format ---

@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from localagent import prompts
+from localagent import prompts, worked_answer
 from localagent.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.events import (
@@ -41,7 +41,7 @@ from localagent.messages import (
 from localagent.tool_execution import Approver, ToolExecutor, deny_all
 from localagent.tools.base import Tool
 from localagent.transcript import Transcript
-from localagent.turn import ModelTurn
+from localagent.turn import ModelTurn, plain_turn
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class RunnerSettings:
     max_tool_failures: int = 3
     max_format_errors: int = 3
     parallel_tools: bool = True
+    worked_answer: bool = True
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -76,6 +77,7 @@ class _RunState:
     steps: int = 0
     format_errors: int = 0
     wrap_up_retried: bool = False
+    first_new: int = 0  # where this run's messages start, after the history it was given
 
     def stop(self, status: RunStatus, error: str) -> _Stop:
         """The end of the run, with the newest answer the model gave."""
@@ -109,7 +111,7 @@ class Runner:
     def run(self, history: Sequence[Message], cancel: CancelToken | None = None) -> RunResult:
         """Run until a final answer or a stop; `history` ends with the user's task."""
         cancel = cancel or CancelToken()
-        state = _RunState(messages=list(history))
+        state = _RunState(messages=list(history), first_new=len(history))
         limits = self.settings
         executor = ToolExecutor(
             self.tools, self._emit, self.approve, limits.max_requests_per_step, limits.parallel_tools
@@ -149,7 +151,7 @@ class Runner:
                     self._use_wrap_up_retry(state)
                 continue
             if isinstance(result, Final):
-                return _Stop("final", result.content)
+                return _Stop("final", self._worked_answer(state, result.content, cancel))
             if last:
                 for request in result.requests:
                     self._append(state, _refused(request))
@@ -195,6 +197,51 @@ class Runner:
         self._append(state, assistant_message_for(result))
         return result
 
+    def _worked_answer(self, state: _RunState, draft: str, cancel: CancelToken) -> str:
+        """The answer worked out again from what the tools found (worked_answer.py); else `draft`."""
+        run = state.messages[state.first_new :]
+        found = worked_answer.findings(run)
+        turn = plain_turn(self.turn)
+        if not self.settings.worked_answer or turn is None or not found or self._changed_files(run):
+            return draft
+        question = prompts.question_of(_task_of(state.messages))
+        self._emit(
+            TurnStarted(
+                step=state.steps, tool_choice=describe_tool_choice("none"), steps_left=0, worked_answer=True
+            )
+        )
+        started = time.monotonic()
+        try:
+            reply = turn(worked_answer.request(question, found), [], "none", cancel, self._emit)
+        except RecoverableTurnError as error:
+            self._count_turn(state, "format_error", started, error.usage)
+            return self._kept_draft(draft, error.feedback)
+        except BackendError as error:  # the run has its answer already: this one is not needed
+            self._count_turn(state, "format_error", started, None)
+            return self._kept_draft(draft, str(error))
+        self._count_turn(state, "final", started, reply.usage)
+        text = reply.content if isinstance(reply, Final) else ""
+        answer = worked_answer.answer_of(text)
+        if answer is None or not worked_answer.works_out(answer, draft, found, question):
+            answer = draft
+        if self.transcript:
+            self.transcript.write_note("worked_answer", draft=draft, reply=text, answer=answer)
+        if answer != draft:
+            state.messages[-1] = state.messages[-1].model_copy(update={"content": answer})
+        return answer
+
+    def _kept_draft(self, draft: str, problem: str) -> str:
+        if self.transcript:
+            self.transcript.write_note("worked_answer", draft=draft, error=problem)
+        return draft
+
+    def _changed_files(self, messages: Sequence[Message]) -> bool:
+        """Whether the model asked to change a file in these messages: the answer reports an edit."""
+        return any(
+            isinstance(message, ToolMessage) and (tool := self.tools.get(message.name)) and tool.changes_files
+            for message in messages
+        )
+
     def _count_turn(self, state: _RunState, kind: TurnKind, started: float, usage: Usage | None) -> None:
         state.usage += usage or Usage()
         self._emit(TurnFinished(step=state.steps, kind=kind, seconds=_since(started), usage=usage))
@@ -230,6 +277,10 @@ def _refused(request: ToolRequest) -> ToolMessage:
 def _with_steps_left(message: ToolMessage, steps_left: int) -> ToolMessage:
     note = prompts.steps_left(steps_left)
     return message if note is None else message.model_copy(update={"content": f"{message.content}\n{note}"})
+
+
+def _task_of(messages: Sequence[Message]) -> str:
+    return next((m.content for m in reversed(messages) if isinstance(m, UserMessage) and not m.feedback), "")
 
 
 def _last_answer(messages: Sequence[Message]) -> str:

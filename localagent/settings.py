@@ -64,6 +64,11 @@ class Settings(BaseModel):
     )
     max_actions: int = Field(1, ge=1, le=16, description="Tool calls a text model may write in one reply.")
     max_steps: int = Field(12, ge=1, le=200, description="Turns before the model must answer.")
+    worked_answer: bool = Field(
+        True,
+        description="After a run that used tools, let the model work its answer out step by step from "
+        "what they found, in one more turn without tools.",
+    )
     tools: str | None = Field(
         None,
         description="Comma-separated tools: built-in names and module:function specs; 'default' is the "

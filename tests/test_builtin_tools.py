@@ -465,6 +465,27 @@ def test_replace_in_file_matches_text_quoted_the_other_way_and_keeps_the_files_q
         tools.replace_in_file("two.txt", "'x'", "'y'")
 
 
+def test_replace_in_file_matches_a_key_copied_without_its_quotes_and_keeps_them(
+    tools: FileTools, ws: Path
+) -> None:
+    (ws / "features.json").write_text('{\n  "dark_mode": true,\n  "beta_checkout": false\n}\n')
+    assert tools.replace_in_file("features.json", "beta_checkout: false", "beta_checkout: true") == (
+        "Replaced the text at line 3 of features.json, where old matches without its quote marks; "
+        "the line now reads '  \"beta_checkout\": true'."
+    )
+    assert (ws / "features.json").read_text() == '{\n  "dark_mode": true,\n  "beta_checkout": true\n}\n'
+    # A change that puts in or takes out a quote mark is not guessed at; nor is a second match.
+    for content, old, new in [
+        ('"name": "app"\n', "name: app", 'name: "web"'),
+        ('"name": "app"\n', 'name": app', "name: web"),
+        ('"k": 1\n"k": 1\n', "k: 1", "k: 2"),
+    ]:
+        (ws / "other.json").write_text(content)
+        with pytest.raises(ToolError, match="old was not found"):
+            tools.replace_in_file("other.json", old, new)
+        assert (ws / "other.json").read_text() == content
+
+
 def test_replace_in_file_refuses_binary_and_non_utf8_files(tools: FileTools, ws: Path) -> None:
     (ws / "data.bin").write_bytes(b"abc\x00def")
     (ws / "latin1.txt").write_bytes("café".encode("latin-1"))

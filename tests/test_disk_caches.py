@@ -3,6 +3,7 @@ token bytes, and the GGUF header read that replaces a vocab-only model load."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from localagent.backends.local_turn import open_local_turn
 from localagent.backends.text_turn import TextTurn
 from localagent.backends.token_reuse import TokenReuse
 from localagent.cancel import CancelToken
+from localagent.errors import RecoverableTurnError
 from localagent.messages import Message, SystemMessage, UserMessage
 from localagent.models import ResolvedModel
 from localagent.paths import cache_dir
@@ -111,3 +113,29 @@ def test_the_gguf_header_gives_the_trained_context(tiny_model_plain: Path, tmp_p
     cut.write_bytes(tiny_model_plain.read_bytes()[:40])
     with pytest.raises(GGUFHeaderError, match="ends early"):
         context_length(cut)
+
+
+def test_after_another_conversation_the_instructions_load_again_instead_of_being_evaluated(
+    tiny_model_plain: Path, tools: list[Tool], private_home: Path
+) -> None:
+    turn = fresh_turn(tiny_model_plain, max_tokens=8)
+    for offered in (tools, [], tools):  # no tools: other instructions, another prefix in the KV cache
+        with contextlib.suppress(RecoverableTurnError):  # random weights: a reply may be cut off
+            ask(turn, offered, "Say hi.")
+    prompt = turn.format.render(conversation("Say hi."), [t.spec for t in tools])
+    instructions = len(TokenReuse(turn.generator.session).tokens_for(prompt).fixed)
+    record = turn.generator.steps[-1]
+    assert instructions > 100
+    assert record.evaluated_prompt_tokens == record.prompt_tokens - instructions
+
+
+def test_the_plain_turn_of_a_chat_model_replies_in_its_own_chat_format(
+    tiny_model_chat: Path, tiny_model_plain: Path, private_home: Path
+) -> None:
+    chat = fresh_turn(tiny_model_chat, max_tokens=8)
+    assert (chat.format.name, chat.plain.format.name) == ("react", "tool_call")
+    assert chat.plain.generator is chat.generator
+    reply = chat.plain(conversation("Say hi."), [], "none", CancelToken())
+    assert reply.kind == "final"
+    plain = fresh_turn(tiny_model_plain, max_tokens=8)
+    assert plain.plain is plain

@@ -159,11 +159,14 @@ class LocalGenerator:
         return self.session.generate_stock(prompt, gbnf=grammar.gbnf, on_text=on_text, **common), "gbnf"
 
     def _warm_fixed_prefix(self, tokens: list[int]) -> int:
-        """On an empty KV cache, load the fixed prefix's snapshot, or evaluate and save it.
+        """Unless the KV cache holds the fixed prefix, load its snapshot, or evaluate and save it.
+
+        The cache may hold another conversation (the worked answer's, or another run's on a server);
+        loading the snapshot then beats evaluating the rest of the instructions again.
 
         Returns how many tokens this evaluated (0 when the snapshot was loaded).
         """
-        if self.prompt_cache is None or not tokens or self.session.llama.n_tokens != 0:
+        if self.prompt_cache is None or not tokens or self.session.cached_prefix(tokens) == len(tokens):
             return 0
         if self.prompt_cache.restore(self.session, tokens):
             return 0

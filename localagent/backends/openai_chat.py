@@ -144,6 +144,11 @@ class OpenAIChatTurn:
         self._send_tools_with_none = True
         self._no_text: str | None = None
 
+    @property
+    def plain(self) -> OpenAIChatTurn:
+        """Asked without tools, a chat model already answers in plain text."""
+        return self
+
     def __call__(
         self,
         messages: Sequence[Message],

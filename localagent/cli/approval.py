@@ -16,6 +16,7 @@ import click
 
 from localagent.cancel import Cancelled
 from localagent.messages import ToolRequest
+from localagent.tools import files
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.workspace import Workspace
 
@@ -68,7 +69,12 @@ class TerminalApprover:
             return f"{path}: {refused}"
         except (OSError, UnicodeDecodeError):
             before = ""
-        after = before.replace(*replacement, 1) if replacement else (content or "")
+        after = content or ""
+        if replacement:
+            try:
+                after = files.replacement(before, *replacement, path).text
+            except ToolError as refused:
+                return f"{path}: {refused}"
         lines = difflib.unified_diff(
             before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
         )

@@ -52,6 +52,8 @@ class RunDisplay:
         self._end_reasoning()
         if isinstance(event, TurnStarted):
             note = " (tools off: final answer required)" if event.tool_choice == "none" else ""
+            if event.worked_answer:
+                note = ": working the answer out from what the tools found"
             self._line(click.style(f"── step {event.step}{note}", dim=True))
         elif isinstance(event, ToolStarted):
             arguments = json.dumps(event.arguments, ensure_ascii=False) if event.arguments is not None else ""

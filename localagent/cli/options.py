@@ -25,6 +25,7 @@ FLAG_SETTINGS = (
     "tool_format",
     "max_actions",
     "max_steps",
+    "worked_answer",
     "tools",
     "max_tokens",
     "temperature",

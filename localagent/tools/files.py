@@ -22,6 +22,7 @@ from pydantic import Field
 
 from localagent.cancel import CancelToken
 from localagent.tools.base import InvalidArguments, Tool, ToolError
+from localagent.tools.quote_blind import replace_ignoring_quotes
 from localagent.tools.workspace import Workspace
 
 LIST_LIMIT = 200  # entries shown by list_dir
@@ -343,33 +344,9 @@ class FileTools:
         old adds new at the end of the file."""
         real, shown = self._existing_file(path)
         self._refuse_vcs(real)
-        text = _read_utf8(real, shown)
-        if old == "":
-            # Appending is the edit a small model finds hardest to phrase as a replacement.
-            joined = text if not text or text.endswith("\n") else text + "\n"
-            _write_atomically(real, (joined + new).encode("utf-8"), shown)
-            return f"Added the text at the end of {shown}, from line {joined.count(chr(10)) + 1}."
-        count = _occurrences(text, old)
-        if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
-            # The file has Windows line endings; the model almost always writes plain "\n".
-            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-            count = _occurrences(text, old)
-        if count == 0 and _occurrences(text, old.translate(_SWAP_QUOTES)) == 1:
-            # The model quoted a value the other way round ('x' for "x"): the file's quotes stay.
-            old, new = old.translate(_SWAP_QUOTES), new.translate(_SWAP_QUOTES)
-            count = 1
-        if count == 0:
-            raise ToolError(
-                f"old was not found in {shown}. Nothing was changed. {_not_found_hint(text, old)}"
-            )
-        if count > 1:
-            raise ToolError(
-                f"old appears {count} times in {shown}, but it must appear exactly once. "
-                "Nothing was changed. Add some of the surrounding lines to old so that it matches one place."
-            )
-        line = text.count("\n", 0, text.index(old)) + 1
-        _write_atomically(real, text.replace(old, new, 1).encode("utf-8"), shown)
-        return f"Replaced the text at line {line} of {shown}."
+        edit = replacement(_read_utf8(real, shown), old, new, shown)
+        _write_atomically(real, edit.text.encode("utf-8"), shown)
+        return edit.report
 
     def _existing_file(self, path: str) -> tuple[Path, str]:
         real = self.workspace.resolve(path)
@@ -621,6 +598,50 @@ def _read_utf8(real: Path, shown: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not UTF-8 text, so it cannot be edited safely.") from None
+
+
+@dataclass(frozen=True)
+class Replacement:
+    text: str  # the file's new text
+    report: str  # what the model is told
+
+
+def replacement(text: str, old: str, new: str, shown: str) -> Replacement:
+    """What `replace_in_file` makes of `text` (the approval's diff shows the same); ToolError when
+    `old` does not match exactly once."""
+    if old == "":
+        # Appending is the edit a small model finds hardest to phrase as a replacement.
+        joined = text if not text or text.endswith("\n") else text + "\n"
+        return Replacement(
+            joined + new, f"Added the text at the end of {shown}, from line {joined.count(chr(10)) + 1}."
+        )
+    count = _occurrences(text, old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
+        # The file has Windows line endings; the model almost always writes plain "\n".
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = _occurrences(text, old)
+    if count == 0 and _occurrences(text, old.translate(_SWAP_QUOTES)) == 1:
+        # The model quoted a value the other way round ('x' for "x"): the file's quotes stay.
+        old, new = old.translate(_SWAP_QUOTES), new.translate(_SWAP_QUOTES)
+        count = 1
+    if count == 0 and (loose := replace_ignoring_quotes(text, old, new)) is not None:
+        changed, at = loose
+        line = text.count("\n", 0, at) + 1
+        now = changed.splitlines()[line - 1]
+        return Replacement(
+            changed,
+            f"Replaced the text at line {line} of {shown}, where old matches without its quote marks; "
+            f"the line now reads {now!r}.",
+        )
+    if count == 0:
+        raise ToolError(f"old was not found in {shown}. Nothing was changed. {_not_found_hint(text, old)}")
+    if count > 1:
+        raise ToolError(
+            f"old appears {count} times in {shown}, but it must appear exactly once. "
+            "Nothing was changed. Add some of the surrounding lines to old so that it matches one place."
+        )
+    line = text.count("\n", 0, text.index(old)) + 1
+    return Replacement(text.replace(old, new, 1), f"Replaced the text at line {line} of {shown}.")
 
 
 def _occurrences(text: str, old: str, stop_at: int = 1000) -> int:

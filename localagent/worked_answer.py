@@ -1,0 +1,111 @@
+"""The worked answer: after a run that looked things up, the model works its answer out once more.
+
+A small model in the middle of a tool loop answers with the first fact it finds: "35 euros" when
+asked for four days at 35 euros a day, "12" for three workers with 12 connections each. Shown only
+what its tools returned and the question, and asked to think step by step, the same model does the
+arithmetic. The runner asks in a conversation of its own and keeps the reply's answer (after its
+last 'Answer:' line) when it worked something out: it holds a number that neither the first answer
+nor the findings hold, and that one arithmetic step on their numbers gives. Otherwise the first
+answer stands: taken whatever it said, the second answer gained as many tasks of the task suite as
+it lost, because asked again the model also finds a price for a product that is not there, where
+its first answer said so, or a phone number for a person whose number no file holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from localagent import prompts
+from localagent.messages import Message, SystemMessage, ToolMessage, UserMessage
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\w.]*\d)")
+_ANSWER_LINE = re.compile(r"^[*_#\s]*Answer[*_]*:[*_]*[ \t]*(.*)$", re.MULTILINE)
+
+
+def findings(messages: Sequence[Message]) -> list[str]:
+    """What the tools returned, in order; an error ("no such file") is a finding too."""
+    return [message.content for message in messages if isinstance(message, ToolMessage)]
+
+
+def request(question: str, found: Sequence[str]) -> list[Message]:
+    return [
+        SystemMessage(content=prompts.WORKED_ANSWER_SYSTEM),
+        UserMessage(content=prompts.worked_answer_request(question, found)),
+    ]
+
+
+def answer_of(reply: str) -> str | None:
+    """The reply's answer: after its last 'Answer:' line, or the whole reply when it is one line (as
+    in the text-tag format, whose final answer is just that). Steps without an answer give None:
+    their numbering ("1.", "2.") is no worked-out number."""
+    answer = answer_in(reply)
+    if answer is None and "\n" not in reply.strip():
+        answer = reply.strip() or None
+    return answer
+
+
+def answer_in(reply: str) -> str | None:
+    """The text after the reply's last 'Answer:' line (with what follows it), or None."""
+    matches = list(_ANSWER_LINE.finditer(reply))
+    if not matches:
+        return None
+    last = matches[-1]
+    answer = (last.group(1) + reply[last.end() :]).strip().strip("*_").strip()
+    return answer or None
+
+
+def works_out(answer: str, draft: str, found: Sequence[str], question: str = "") -> bool:
+    """Whether `answer` holds a number worked out: one that neither `draft` nor `found` holds, but that
+    one sum, difference, product, quotient or percentage of two numbers from them or the question gives.
+    A new number that no such step gives (a phone number, a quantity the model assumed) is made up."""
+    known = _numbers(draft).union(*(_numbers(text) for text in found))
+    new = _numbers(answer) - known
+    if not new:
+        return False
+    operands = np.fromiter(known | _numbers(question) | _number_words(question), dtype=float)
+    return all(_one_step_gives(value, operands[:_MOST_OPERANDS]) for value in new)
+
+
+_MOST_OPERANDS = 1000  # a big table's numbers: a million pairs, a fraction of a second
+
+
+def _one_step_gives(value: float, operands: np.ndarray) -> bool:
+    first, second = operands[:, None], operands[None, :]
+    with np.errstate(all="ignore"):
+        results = (first + second, first - second, first * second, first / second, 100 * first / second)
+    # Within 1%, or rounded: 44% for 4 of 9, 4.62 for 55.4 / 12.
+    tolerance = max(0.01 * abs(value), 0.5 if value.is_integer() else 0.005)
+    close = np.zeros((len(operands), len(operands)), dtype=bool)
+    for result in results:
+        close |= np.abs(result - value) <= tolerance
+    np.fill_diagonal(close, False)  # a number with itself: 27 + 27 is rarely what a question asks
+    return bool(close.any())
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(match.replace(",", "")) for match in _NUMBER.findall(text)}
+
+
+_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE)
+
+
+def _number_words(text: str) -> set[float]:
+    return {float(_WORDS.index(word.lower())) for word in _NUMBER_WORD.findall(text)}

@@ -1,0 +1,29 @@
+"""The diff shown before an edit is approved is the change `replace_in_file` would make."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from localagent.cli.approval import TerminalApprover
+from localagent.messages import ToolRequest
+from localagent.tools.workspace import Workspace
+
+
+def shown(tmp_path: Path, old: str, new: str) -> str:
+    approver = TerminalApprover(Workspace(tmp_path))
+    arguments = {"path": "f.json", "old": old, "new": new}
+    request = ToolRequest(id="1", name="replace_in_file", arguments=arguments)
+    return click.unstyle(approver.describe(request))
+
+
+def test_the_diff_shows_an_edit_matched_without_quotes_or_with_swapped_ones(tmp_path: Path) -> None:
+    (tmp_path / "f.json").write_text('{\n  "beta": false,\n  "name": "app"\n}\n')
+    assert '-  "beta": false,\n+  "beta": true,' in shown(tmp_path, "beta: false", "beta: true")
+    assert '-  "name": "app"\n+  "name": "web"' in shown(tmp_path, "name': 'app'", "name': 'web'")
+
+
+def test_the_diff_says_why_an_edit_would_fail(tmp_path: Path) -> None:
+    (tmp_path / "f.json").write_text('{"a": 1, "b": 1}\n')
+    assert "f.json: old appears 2 times in f.json" in shown(tmp_path, ": 1", ": 2")
