@@ -78,6 +78,7 @@ class _RunState:
     format_errors: int = 0
     wrap_up_retried: bool = False
     first_new: int = 0  # where this run's messages start, after the history it was given
+    task: str = ""  # the user's message the run answers
 
     def stop(self, status: RunStatus, error: str) -> _Stop:
         """The end of the run, with the newest answer the model gave."""
@@ -116,8 +117,8 @@ class Runner:
         executor = ToolExecutor(
             self.tools, self._emit, self.approve, limits.max_requests_per_step, limits.parallel_tools
         )
-        task = next((m.content for m in reversed(history) if isinstance(m, UserMessage)), "")
-        self._emit(RunStarted(task=task, tools=sorted(self.tools), max_steps=self.settings.max_steps))
+        state.task = next((m.content for m in reversed(history) if isinstance(m, UserMessage)), "")
+        self._emit(RunStarted(task=state.task, tools=sorted(self.tools), max_steps=self.settings.max_steps))
         if self.transcript:
             self.transcript.write_new_messages(history)
         outcome = _Stop("error", error="the run ended without a result")
@@ -204,7 +205,7 @@ class Runner:
         turn = plain_turn(self.turn)
         if not self.settings.worked_answer or turn is None or not found or self._changed_files(run):
             return draft
-        question = prompts.question_of(_task_of(state.messages))
+        question = prompts.question_of(state.task)
         self._emit(
             TurnStarted(
                 step=state.steps, tool_choice=describe_tool_choice("none"), steps_left=0, worked_answer=True
@@ -277,10 +278,6 @@ def _refused(request: ToolRequest) -> ToolMessage:
 def _with_steps_left(message: ToolMessage, steps_left: int) -> ToolMessage:
     note = prompts.steps_left(steps_left)
     return message if note is None else message.model_copy(update={"content": f"{message.content}\n{note}"})
-
-
-def _task_of(messages: Sequence[Message]) -> str:
-    return next((m.content for m in reversed(messages) if isinstance(m, UserMessage) and not m.feedback), "")
 
 
 def _last_answer(messages: Sequence[Message]) -> str:
