@@ -5,10 +5,11 @@ asked for four days at 35 euros a day, "12" for three workers with 12 connection
 what its tools returned and the question, and asked to think step by step, the same model does the
 arithmetic. The runner asks in a conversation of its own and keeps the reply's answer (after its
 last 'Answer:' line) when it worked something out: it holds a number that neither the first answer
-nor the findings hold, and that one arithmetic step on their numbers gives. Otherwise the first
-answer stands: taken whatever it said, the second answer gained as many tasks of the task suite as
-it lost, because asked again the model also finds a price for a product that is not there, where
-its first answer said so, or a phone number for a person whose number no file holds.
+nor the findings hold, and that one arithmetic step from a number of the first answer or the
+question gives. Otherwise the first answer stands: taken whatever it said, the second answer gained
+as many tasks of the task suite as it lost, because asked again the model also finds a price for a
+product that is not there, where its first answer said so, or a phone number for a person whose
+number no file holds.
 """
 
 from __future__ import annotations
@@ -59,30 +60,36 @@ def answer_in(reply: str) -> str | None:
 
 def works_out(answer: str, draft: str, found: Sequence[str], question: str = "") -> bool:
     """Whether `answer` holds a number worked out: one that neither `draft` nor `found` holds, but that
-    one sum, difference, product, quotient or percentage of two numbers from them or the question gives.
-    A new number that no such step gives (a phone number, a quantity the model assumed) is made up."""
+    one sum, difference, product, quotient or percentage of a number of `draft` or the question with
+    one of them all gives. A new number that no such step gives (a phone number, a quantity the model
+    assumed) is made up. The step must start from the first answer or the question, because the
+    findings of a run hold so many numbers (table rows, codes like P-104) that two of them give
+    almost anything: 44 days of lead time (4 of 9, as a percentage) where the first answer said 21."""
     known = _numbers(draft).union(*(_numbers(text) for text in found))
     new = _numbers(answer) - known
     if not new:
         return False
-    operands = np.fromiter(known | _numbers(question) | _number_words(question), dtype=float)
-    return all(_one_step_gives(value, operands[:_MOST_OPERANDS]) for value in new)
+    asked = _numbers(question) | _number_words(question)
+    anchors = np.fromiter(_numbers(draft) | asked, dtype=float)
+    operands = np.fromiter(known | asked, dtype=float)
+    return all(_one_step_gives(value, anchors[:_MOST_OPERANDS], operands[:_MOST_OPERANDS]) for value in new)
 
 
 _MOST_OPERANDS = 1000  # a big table's numbers: a million pairs, a fraction of a second
 
 
-def _one_step_gives(value: float, operands: np.ndarray) -> bool:
-    first, second = operands[:, None], operands[None, :]
+def _one_step_gives(value: float, anchors: np.ndarray, operands: np.ndarray) -> bool:
+    first, second = anchors[:, None], operands[None, :]
     with np.errstate(all="ignore"):
-        results = (first + second, first - second, first * second, first / second, 100 * first / second)
+        results = (
+            *(first + second, first - second, second - first, first * second),
+            *(first / second, second / first, 100 * first / second, 100 * second / first),
+        )
     # Within 1%, or rounded: 44% for 4 of 9, 4.62 for 55.4 / 12.
     tolerance = max(0.01 * abs(value), 0.5 if value.is_integer() else 0.005)
-    close = np.zeros((len(operands), len(operands)), dtype=bool)
-    for result in results:
-        close |= np.abs(result - value) <= tolerance
-    np.fill_diagonal(close, False)  # a number with itself: 27 + 27 is rarely what a question asks
-    return bool(close.any())
+    # A number with itself (27 + 27) is rarely what a question asks.
+    itself = first == second
+    return any(bool((np.abs(result - value) <= tolerance)[~itself].any()) for result in results)
 
 
 def _numbers(text: str) -> set[float]:

@@ -134,14 +134,18 @@ def test_answer_lines() -> None:
 def test_a_worked_out_number_is_new_and_one_arithmetic_step_from_the_known_ones() -> None:
     found = ["price,stock\n5.50,120"]
     assert works_out("660 euros", "5.50 each", found)  # 5.50 × 120
-    assert works_out("125.5", "", found) and works_out("about 4.6%", "", found)  # 5.50 + 120, 5.50 / 120
+    assert works_out("125.5", "5.50", found) and works_out("about 4.6%", "5.50", found)  # +, /
     assert works_out("140 euros", "35 euros", ["up to 35 euros a day"], "a four-day trip")
-    assert works_out("44%", "", ["4 of 9 items are open"])  # 4 / 9 within 1%
+    assert works_out("44%", "4 are open", ["4 of 9 items are open"])  # 4 / 9 within 1%
+    assert works_out("57%", "4 are open", ["7 items"]) and works_out("3 left", "4 are open", ["7 items"])
     assert not works_out("$5.5 each, 120 in stock", "", found)  # nothing new
     assert not works_out("It is in version 0.7.3.", "", found)
     assert not works_out("Call 0877 777 777.", "Olu", ["Olu will print 40 flyers."])  # made up
     assert not works_out("210 days", "21 days", ["a lead time of 21 days"])  # 21 × an assumed 10
-    assert not works_out("11 euros", "", found)  # 5.50 + 5.50: a number with itself
+    assert not works_out("11 euros", "5.50", found)  # 5.50 + 5.50: a number with itself
+    # A step between two numbers of the findings alone: 4 of 9 is 44%, but the answer was 21 days.
+    assert not works_out("44 days", "21 days", ["lead_time_days: 21\nP-104,4\n9 items"])
+    assert not works_out("125.5", "", found)  # no number of the first answer or the question in it
 
 
 def test_findings_and_request() -> None:

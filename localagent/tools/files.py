@@ -21,6 +21,7 @@ import regex
 from pydantic import Field
 
 from localagent.cancel import CancelToken
+from localagent.tools import linked_lines
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.quote_blind import replace_ignoring_quotes
 from localagent.tools.workspace import Workspace
@@ -215,7 +216,7 @@ class FileTools:
             raise ToolError(f"No such file or directory: {shown}. Use '.' to search the whole workspace.")
         found = self._search_lines(real, shown, status, matches, cancel)
         if found.results:
-            return found.report(f"Matches for {pattern!r} in {shown}")
+            return found.report(f"Matches for {pattern!r} in {shown}") + self._linked(found, pattern, cancel)
         named = self._names_matching(real, matches)
         hint = (
             f"\nFiles whose names contain it: {', '.join(named)}. Read one with read_file." if named else ""
@@ -226,7 +227,7 @@ class FileTools:
             loose = self._search_lines(real, shown, status, _some_words_matcher(words, len(words)), cancel)
             if loose.results:
                 heading = f"No line holds {pattern!r} as written; lines in {shown} with all of its words"
-                return loose.report(heading) + hint
+                return loose.report(heading) + self._linked(loose, pattern, cancel) + hint
         key_words = [word for word in words if word not in _COMMON_WORDS]
         if len(key_words) > 1:
             # A question's phrase ("garden club meetings in March") rarely appears whole in any line.
@@ -236,13 +237,26 @@ class FileTools:
                 some.results.sort(key=lambda line: -_words_held(line.split(": ", 1)[-1], key_words))
                 del some.results[_SOME_WORDS_SHOWN:]
                 heading = f"No line holds all the words of {pattern!r}; lines in {shown} with most of them"
-                return some.report(heading) + hint
+                return some.report(heading) + self._linked(some, pattern, cancel) + hint
         noun = "file" if found.searched == 1 else "files"
         nothing = f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}."
         if stat.S_ISREG(status.st_mode) and status.st_size <= SMALL_FILE_BYTES and found.searched:
             # The model chose this file as the likely place; a small one shown whole saves it a step.
             return f"{nothing} The whole file instead:\n{self.read_file(shown)}"
         return f"{nothing}{hint}\n{NOTHING_FOUND_ADVICE}"
+
+    def _linked(self, search: _Search, pattern: str, cancel: CancelToken | None) -> str:
+        """The other lines of the workspace that name what the matches name (linked_lines.py)."""
+        names = linked_lines.names_in(search.results, pattern)
+        if not names:
+            return ""
+        root = self.workspace.resolve(".")
+        status = _status(root, ".")
+        if status is None:
+            return ""
+        found = self._search_lines(root, ".", status, linked_lines.name_matcher(names), cancel)
+        report = linked_lines.linked_report(names, found.results, search.results)
+        return f"\n{report}" if report else ""
 
     def _search_lines(
         self,
@@ -292,7 +306,8 @@ class FileTools:
     def files_of_search(self, arguments: dict[str, Any], earlier: str) -> str | None:
         """For a search made again: the files it found lines in, or else the files it searched, shown
         whole when they are few and small. A model that repeats a search wants more than those lines."""
-        paths = list(dict.fromkeys(_FOUND_IN.findall(earlier)))
+        matched = earlier.split(f"\n{linked_lines.HEADING}", 1)[0]  # not the files of linked lines
+        paths = list(dict.fromkeys(_FOUND_IN.findall(matched)))
         heading = "The files with those lines, whole:"
         if not paths:
             heading = "The files it searched, whole:"

@@ -1,0 +1,69 @@
+"""Lines elsewhere in the workspace that name what a search's matches name.
+
+A small model stops at the first hop of a question: the handbook says taxis need approval "from
+Finance", and it answers "Finance" where the person was asked for; a meeting note says "Olu will
+print the flyers", and it answers "Olu" where the phone number was asked for. The person, team or
+code a matching line names is what the next search would look for, so search_text shows the few
+other lines that name it (team.md's row for Finance, contacts.csv's row for Olu) with its matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+# A capitalised word (Finance, Olu) or a code with a digit in it (P-102, B2.14).
+_NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-zA-Z]+|[A-Za-z]+-?\d+(?:[.-]\d+)*)(?![\w-])")
+_SHOWN_LINE = re.compile(r"^.+?:\d+: (.*?)(?:  \(under '.*'\))?$")
+# Capitalised only because a sentence starts with them; they name nothing.
+_NOT_NAMES = frozenset(
+    re.findall(
+        r"\w+",
+        "a an and are as at be but by can do does each every for from has have here how i if in into is "
+        "it its my no not of on or our so some that the their then there these this those to up was we "
+        "what when where which who why will with you your",
+    )
+)
+HEADING = "Other lines that name "
+NAMES_FOLLOWED = 4  # names of the matching lines that are looked up
+LINES_PER_NAME = 5  # a name more lines hold than this is too common to lead anywhere
+LINKED_LINES_SHOWN = 6
+
+
+def names_in(shown: Sequence[str], pattern: str) -> list[str]:
+    """The names in a search's shown lines ("path:3: text"), but those the pattern itself holds."""
+    searched = {word.casefold() for word in re.findall(r"\w+", pattern)}
+    names: dict[str, None] = {}
+    for line in shown:
+        for name in _NAME.findall(_text_of(line)):
+            if name.casefold() not in searched and name.casefold() not in _NOT_NAMES:
+                names.setdefault(name)
+    return list(names)[:NAMES_FOLLOWED]
+
+
+def name_matcher(names: Sequence[str]) -> Callable[[str], bool]:
+    pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+    return lambda text: pattern.search(text) is not None
+
+
+def linked_report(names: Sequence[str], found: Sequence[str], shown: Sequence[str]) -> str:
+    """The lines of `found` (the workspace's lines naming any of `names`) that the search did not
+    show already, for the names few enough lines hold; "" when there are none."""
+    already = set(shown)
+    new = [line for line in found if line not in already]
+    kept: list[str] = []
+    followed: list[str] = []
+    for name in names:
+        names_it = name_matcher([name])
+        holding = [line for line in new if names_it(_text_of(line))]
+        if holding and len(holding) <= LINES_PER_NAME:
+            followed.append(name)
+            kept.extend(line for line in holding if line not in kept)
+    if not kept:
+        return ""
+    return "\n".join([f"{HEADING}{', '.join(followed)}:", *kept[:LINKED_LINES_SHOWN]])
+
+
+def _text_of(line: str) -> str:
+    match = _SHOWN_LINE.match(line)
+    return match.group(1) if match else line
