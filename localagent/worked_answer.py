@@ -5,11 +5,11 @@ asked for four days at 35 euros a day, "12" for three workers with 12 connection
 what its tools returned and the question, and asked to think step by step, the same model does the
 arithmetic. The runner asks in a conversation of its own and keeps the reply's answer (after its
 last 'Answer:' line) when it worked something out: it holds a number that neither the first answer
-nor the findings hold, and that one arithmetic step from a number of the first answer or the
-question gives. Otherwise the first answer stands: taken whatever it said, the second answer gained
-as many tasks of the task suite as it lost, because asked again the model also finds a price for a
-product that is not there, where its first answer said so, or a phone number for a person whose
-number no file holds.
+nor the findings hold, and that one arithmetic step from a number of the first answer (when it has
+one) or the question gives. Otherwise the first answer stands: taken whatever it said, the second
+answer gained as many tasks of the task suite as it lost, because asked again the model also finds
+a price for a product that is not there, where its first answer said so, or a phone number for a
+person whose number no file holds.
 """
 
 from __future__ import annotations
@@ -62,15 +62,18 @@ def works_out(answer: str, draft: str, found: Sequence[str], question: str = "")
     """Whether `answer` holds a number worked out: one that neither `draft` nor `found` holds, but that
     one sum, difference, product, quotient or percentage of a number of `draft` or the question with
     one of them all gives. A new number that no such step gives (a phone number, a quantity the model
-    assumed) is made up. The step must start from the first answer or the question, because the
-    findings of a run hold so many numbers (table rows, codes like P-104) that two of them give
-    almost anything: 44 days of lead time (4 of 9, as a percentage) where the first answer said 21."""
+    assumed) is made up. When the first answer holds a number, the step must start from it or the
+    question, because the findings of a run hold so many numbers (table rows, codes like P-104) that
+    two of them give almost anything: 44 days of lead time (4 of 9, as a percentage) where the first
+    answer said 21. A first answer without a number lets the step start from any of them."""
     known = _numbers(draft).union(*(_numbers(text) for text in found))
     new = _numbers(answer) - known
     if not new:
         return False
     asked = _numbers(question) | _number_words(question)
-    anchors = np.fromiter(_numbers(draft) | asked, dtype=float)
+    # A first answer with no number took no step yet ("app.toml holds the database settings").
+    drafted = _numbers(draft)
+    anchors = np.fromiter(drafted | asked if drafted else known | asked, dtype=float)
     operands = np.fromiter(known | asked, dtype=float)
     return all(_one_step_gives(value, anchors[:_MOST_OPERANDS], operands[:_MOST_OPERANDS]) for value in new)
 

@@ -145,7 +145,8 @@ def test_a_worked_out_number_is_new_and_one_arithmetic_step_from_the_known_ones(
     assert not works_out("11 euros", "5.50", found)  # 5.50 + 5.50: a number with itself
     # A step between two numbers of the findings alone: 4 of 9 is 44%, but the answer was 21 days.
     assert not works_out("44 days", "21 days", ["lead_time_days: 21\nP-104,4\n9 items"])
-    assert not works_out("125.5", "", found)  # no number of the first answer or the question in it
+    # A first answer without a number took no step: the worked one may start from any known number.
+    assert works_out("36", "app.toml holds the pool", ["workers = 3\npool_size = 12"])
 
 
 def test_findings_and_request() -> None:
