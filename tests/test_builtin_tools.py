@@ -22,6 +22,8 @@ from localagent.tools.files import (
     NOTHING_FOUND_ADVICE,
     READ_CHAR_LIMIT,
     SEARCH_MATCH_LIMIT,
+    SECTION_LINES_SHOWN,
+    SECTIONS_OPENED,
     FileTools,
 )
 from localagent.tools.workspace import Workspace
@@ -210,12 +212,13 @@ def test_a_question_phrase_falls_back_to_lines_with_most_of_its_words(tools: Fil
     (ws / "club.md").write_text("# Garden club, 4 March\nPresent: Ines, Wen\n# Book club, 1 May\n")
     assert tools.search_text("garden club meetings in March") == (
         "No line holds all the words of 'garden club meetings in March'; lines in . with most of them:\n"
-        "club.md:1: # Garden club, 4 March"
+        "club.md:1: # Garden club, 4 March\n"
+        "  2: Present: Ines, Wen"
     )
     # Half the words is enough; lines with more of them come first.
     assert tools.search_text("book garden club in May") == (
         "No line holds all the words of 'book garden club in May'; lines in . with most of them:\n"
-        "club.md:3: # Book club, 1 May\nclub.md:1: # Garden club, 4 March"
+        "club.md:3: # Book club, 1 May\nclub.md:1: # Garden club, 4 March\n  2: Present: Ines, Wen"
     )
 
 
@@ -279,8 +282,37 @@ def test_a_match_in_markdown_names_its_heading_and_other_files_do_not(tools: Fil
         "app.toml:1: # export settings\n"
         "app.toml:2: export = true"
     )
-    # A heading that matches is shown as it is.
-    assert tools.search_text("0.7.0") == "Matches for '0.7.0' in .:\nCHANGELOG.md:3: ## 0.7.0"
+    # A heading that matches is shown with the lines of its section.
+    assert tools.search_text("0.7.0") == (
+        "Matches for '0.7.0' in .:\nCHANGELOG.md:3: ## 0.7.0\n  4: - Add the `export` command."
+    )
+
+
+def test_a_heading_that_matches_shows_the_first_lines_of_its_section(tools: FileTools, ws: Path) -> None:
+    rules = "".join(f"Rule {number} about expenses.\n\n" for number in range(1, SECTION_LINES_SHOWN + 3))
+    (ws / "expenses.md").write_text(f"# Expenses\n\n{rules}# Holidays\nNo expenses here.\n")
+    shown = tools.search_text("expenses", path="expenses.md").splitlines()
+    # Blank lines are left out, and lines of the section are shown once, under the heading, even
+    # when they match; matches after the lines shown are matches again, up to the next heading's.
+    assert shown[1:4] == [
+        "expenses.md:1: # Expenses",
+        "  3: Rule 1 about expenses.",
+        "  5: Rule 2 about expenses.",
+    ]
+    assert len(shown) == 2 + SECTION_LINES_SHOWN + 3
+    rule = SECTION_LINES_SHOWN + 1  # the first rule left out of the section
+    assert shown[-3] == f"expenses.md:{2 * rule + 1}: Rule {rule} about expenses.  (under '# Expenses')"
+    assert shown[-1] == f"expenses.md:{2 * SECTION_LINES_SHOWN + 8}: No expenses here.  (under '# Holidays')"
+    # Only the first few headings that match open their sections.
+    (ws / "notes.md").write_text(
+        "".join(f"# Note {number}\nbody {number}\n" for number in range(SECTIONS_OPENED + 1))
+    )
+    shown = tools.search_text("note", path="notes.md").splitlines()
+    assert (
+        shown.count("notes.md:1: # Note 0") == 1
+        and f"  {2 * SECTIONS_OPENED}: body {SECTIONS_OPENED - 1}" in shown
+    )
+    assert shown[-1] == f"notes.md:{2 * SECTIONS_OPENED + 1}: # Note {SECTIONS_OPENED}"
 
 
 def test_search_text_with_a_regex_and_a_path(tools: FileTools) -> None:
@@ -364,6 +396,7 @@ def test_write_file_replaces_atomically_and_keeps_the_mode(tools: FileTools, ws:
     target.write_text("old\n")
     target.chmod(0o751)
     inode = target.stat().st_ino
+    tools.read_file("run.sh")
     assert tools.write_file("run.sh", "#!/bin/sh\necho new") == "Overwrote run.sh (2 lines, 18 characters)."
     assert target.read_text() == "#!/bin/sh\necho new"
     assert stat.S_IMODE(target.stat().st_mode) == 0o751
@@ -409,6 +442,7 @@ def test_write_file_refuses_directories_and_vcs_files(tools: FileTools, ws: Path
 def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) -> None:
     target = ws / "src" / "main.py"
     target.chmod(0o600)
+    tools.read_file("src/main.py")
     assert tools.replace_in_file("src/main.py", "print('hello')", "print('bye')") == (
         "Replaced the text at line 4 of src/main.py."
     )
@@ -438,6 +472,7 @@ def test_replace_in_file_refuses_without_changing_anything(
     target = ws / "f.py"
     target.write_text(content)
     os.utime(target, ns=(1_000_000_000, 1_000_000_000))
+    tools.read_file("f.py")
     with pytest.raises(ToolError, match=message):
         tools.replace_in_file("f.py", old, "x")
     assert target.read_text() == content
@@ -447,6 +482,7 @@ def test_replace_in_file_refuses_without_changing_anything(
 
 def test_replace_in_file_matches_plain_newlines_in_a_crlf_file(tools: FileTools, ws: Path) -> None:
     (ws / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    tools.read_file("win.txt")
     tools.replace_in_file("win.txt", "one\ntwo", "1\n2")
     assert (ws / "win.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
 
@@ -455,12 +491,14 @@ def test_replace_in_file_matches_text_quoted_the_other_way_and_keeps_the_files_q
     tools: FileTools, ws: Path
 ) -> None:
     (ws / "app.toml").write_text("[logging]\nlevel = \"warning\"\nname = 'app'\n")
+    tools.read_file("app.toml")
     assert tools.replace_in_file("app.toml", "level = 'warning'", "level = 'error'") == (
         "Replaced the text at line 2 of app.toml."
     )
     assert (ws / "app.toml").read_text() == "[logging]\nlevel = \"error\"\nname = 'app'\n"
     # Only a single match counts, as for text written exactly.
     (ws / "two.txt").write_text('a = "x"\nb = "x"\n')
+    tools.read_file("two.txt")
     with pytest.raises(ToolError, match="old was not found"):
         tools.replace_in_file("two.txt", "'x'", "'y'")
 
@@ -469,6 +507,7 @@ def test_replace_in_file_matches_a_key_copied_without_its_quotes_and_keeps_them(
     tools: FileTools, ws: Path
 ) -> None:
     (ws / "features.json").write_text('{\n  "dark_mode": true,\n  "beta_checkout": false\n}\n')
+    tools.read_file("features.json")
     assert tools.replace_in_file("features.json", "beta_checkout: false", "beta_checkout: true") == (
         "Replaced the text at line 3 of features.json, where old matches without its quote marks; "
         "the line now reads '  \"beta_checkout\": true'."
@@ -481,9 +520,26 @@ def test_replace_in_file_matches_a_key_copied_without_its_quotes_and_keeps_them(
         ('"k": 1\n"k": 1\n', "k: 1", "k: 2"),
     ]:
         (ws / "other.json").write_text(content)
+        tools.read_file("other.json")
         with pytest.raises(ToolError, match="old was not found"):
             tools.replace_in_file("other.json", old, new)
         assert (ws / "other.json").read_text() == content
+
+
+def test_files_are_edited_only_once_the_model_has_seen_them(tools: FileTools, ws: Path) -> None:
+    main = (ws / "src" / "main.py").read_text()
+    with pytest.raises(ToolError, match=r"You have not read src/main\.py yet\. Read it with read_file first"):
+        tools.replace_in_file("src/main.py", "import os", "import sys")
+    with pytest.raises(ToolError, match=r"src/main\.py already exists and you have not read it yet"):
+        tools.write_file("src/main.py", "")
+    assert (ws / "src" / "main.py").read_text() == main
+    # A search that shows lines of a file is enough to copy the text to replace from.
+    tools.search_text("import", path="src")
+    tools.replace_in_file("src/main.py", "import os", "import sys")
+    # So is having written the file.
+    tools.write_file("new.txt", "one\n")
+    tools.replace_in_file("new.txt", "one", "two")
+    assert (ws / "new.txt").read_text() == "two\n"
 
 
 def test_replace_in_file_refuses_binary_and_non_utf8_files(tools: FileTools, ws: Path) -> None:
@@ -534,6 +590,7 @@ def test_the_runner_reports_an_escape_as_a_tool_error(tools: FileTools, tmp_path
 @pytest.mark.parametrize(("before", "after"), [("x\n", "x\ny\n"), ("x", "x\ny\n"), ("", "y\n")])
 def test_an_empty_old_adds_new_at_the_end(tools: FileTools, ws: Path, before: str, after: str) -> None:
     (ws / "f.txt").write_text(before)
+    tools.read_file("f.txt")
     assert tools.replace_in_file("f.txt", "", "y\n").startswith(
         "Added the text at the end of f.txt, from line"
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from localagent.tools.files import FileTools
+from localagent.tools.found_lines import FoundLine
 from localagent.tools.linked_lines import HEADING, LINES_PER_NAME, names_in
 from localagent.tools.workspace import Workspace
 
@@ -43,7 +44,7 @@ def test_nothing_is_added_without_a_name_or_for_a_name_too_many_lines_hold(tools
 
 
 def test_names_leave_out_the_searched_words_and_sentence_openers() -> None:
-    shown = ["a.md:1: The taxi needs Finance and P-102, says Olu.  (under '# Your Money')"]
+    shown = [FoundLine("a.md", 2, "The taxi needs Finance and P-102, says Olu.", section="# Your Money")]
     assert names_in(shown, "taxi") == ["Finance", "P-102", "Olu"]
     assert names_in(shown, "Finance olu") == ["P-102"]
 

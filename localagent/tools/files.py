@@ -13,7 +13,7 @@ import re
 import secrets
 import stat
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
@@ -23,15 +23,14 @@ from pydantic import Field
 from localagent.cancel import CancelToken
 from localagent.tools import linked_lines
 from localagent.tools.base import InvalidArguments, Tool, ToolError
+from localagent.tools.found_lines import SEARCH_FILE_BYTES_LIMIT, SEARCH_MATCH_LIMIT, FoundLine, Search
 from localagent.tools.quote_blind import replace_ignoring_quotes
 from localagent.tools.workspace import Workspace
 
 LIST_LIMIT = 200  # entries shown by list_dir
 READ_CHAR_LIMIT = 8000  # characters of numbered lines returned by one read_file call
 LINE_CHAR_LIMIT = 1000  # a longer line is cut: read_file shows and search_text searches only its start
-SEARCH_MATCH_LIMIT = 50
 PATH_CHOICES_LIMIT = 300  # a bigger workspace's paths are not listed in the grammar
-SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
 SEARCH_REGEX_SECONDS = 2.0  # CPU time one line may take: a pattern that backtracks without end is stopped
 BINARY_SNIFF_BYTES = 8192
 SMALL_FILE_BYTES = 2048  # a file searched in vain is shown whole when it is this small
@@ -42,6 +41,8 @@ PREVIEW_CHARS = 70
 # the heading ("## 0.7.0", "# Expenses") is often the answer.
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 SECTION_CHARS = 60
+SECTIONS_OPENED = 3  # the first headings that match a search show the first lines of their sections...
+SECTION_LINES_SHOWN = 8  # ...this many of them
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
 
@@ -76,6 +77,11 @@ class FileTools:
         reads one; a small model otherwise guesses paths."""
         self.workspace = workspace
         self.narrow_paths = narrow_paths
+        # The files each search found lines in, for the search made again (files_of_search).
+        self._matched_files: dict[tuple[str, str, bool], list[str]] = {}
+        # Files whose lines the model has been shown, or has written: only those may be edited, so
+        # that what it replaces is copied from the file, not guessed.
+        self._seen: set[str] = set()
 
     def tools(self) -> list[Tool]:
         tools = [
@@ -183,6 +189,7 @@ class FileTools:
                     used += len(line) + 1
         except OSError as error:
             raise ToolError(f"Cannot read {shown}: {error.strerror}.") from None
+        self._seen.add(shown)
         if total == 0:
             return f"{shown} is empty (0 lines)."
         if whole is not None:
@@ -215,6 +222,7 @@ class FileTools:
         if status is None:
             raise ToolError(f"No such file or directory: {shown}. Use '.' to search the whole workspace.")
         found = self._search_lines(real, shown, status, matches, cancel)
+        self._found(pattern, shown, regex, found)
         if found.results:
             return found.report(f"Matches for {pattern!r} in {shown}") + self._linked(found, pattern, cancel)
         named = self._names_matching(real, matches)
@@ -226,6 +234,7 @@ class FileTools:
         if len(words) > 1:
             loose = self._search_lines(real, shown, status, _some_words_matcher(words, len(words)), cancel)
             if loose.results:
+                self._found(pattern, shown, regex, loose)
                 heading = f"No line holds {pattern!r} as written; lines in {shown} with all of its words"
                 return loose.report(heading) + self._linked(loose, pattern, cancel) + hint
         key_words = [word for word in words if word not in _COMMON_WORDS]
@@ -234,8 +243,9 @@ class FileTools:
             enough = (len(key_words) + 1) // 2
             some = self._search_lines(real, shown, status, _some_words_matcher(key_words, enough), cancel)
             if some.results:
-                some.results.sort(key=lambda line: -_words_held(line.split(": ", 1)[-1], key_words))
+                some.results.sort(key=lambda line: -_words_held(line.text, key_words))
                 del some.results[_SOME_WORDS_SHOWN:]
+                self._found(pattern, shown, regex, some)
                 heading = f"No line holds all the words of {pattern!r}; lines in {shown} with most of them"
                 return some.report(heading) + self._linked(some, pattern, cancel) + hint
         noun = "file" if found.searched == 1 else "files"
@@ -245,7 +255,11 @@ class FileTools:
             return f"{nothing} The whole file instead:\n{self.read_file(shown)}"
         return f"{nothing}{hint}\n{NOTHING_FOUND_ADVICE}"
 
-    def _linked(self, search: _Search, pattern: str, cancel: CancelToken | None) -> str:
+    def _found(self, pattern: str, shown: str, regex: bool, found: Search) -> None:
+        self._matched_files[(pattern, shown, regex)] = found.paths()
+        self._seen.update(found.paths())
+
+    def _linked(self, search: Search, pattern: str, cancel: CancelToken | None) -> str:
         """The other lines of the workspace that name what the matches name (linked_lines.py)."""
         names = linked_lines.names_in(search.results, pattern)
         if not names:
@@ -254,8 +268,10 @@ class FileTools:
         status = _status(root, ".")
         if status is None:
             return ""
-        found = self._search_lines(root, ".", status, linked_lines.name_matcher(names), cancel)
+        matcher = linked_lines.name_matcher(names)
+        found = self._search_lines(root, ".", status, matcher, cancel, open_sections=False)
         report = linked_lines.linked_report(names, found.results, search.results)
+        self._seen.update(found.paths())
         return f"\n{report}" if report else ""
 
     def _search_lines(
@@ -265,8 +281,9 @@ class FileTools:
         status: os.stat_result,
         matches: Callable[[str], bool],
         cancel: CancelToken | None,
-    ) -> _Search:
-        found = _Search()
+        open_sections: bool = True,
+    ) -> Search:
+        found = Search(sections_left=SECTIONS_OPENED if open_sections else 0)
         for file in [real] if stat.S_ISREG(status.st_mode) else self._text_file_candidates(real):
             if cancel is not None:
                 cancel.raise_if_cancelled()
@@ -282,36 +299,52 @@ class FileTools:
                             )
                         continue
                     found.searched += 1
-                    sections = file.suffix.lower() in MARKDOWN_SUFFIXES
-                    section: str | None = None  # the heading above the line, in a Markdown file
-                    for number, raw in enumerate(_lines(handle), start=1):
-                        text = _display_line(raw)
-                        heading = sections and _MARKDOWN_HEADING.match(text) is not None
-                        if matches(text):
-                            if len(found.results) == SEARCH_MATCH_LIMIT:
-                                found.more = True
-                                break
-                            where = "" if heading or section is None else f"  (under {section!r})"
-                            found.results.append(
-                                f"{self.workspace.relative(file)}:{number}: {text.strip()}{where}"
-                            )
-                        if heading:
-                            section = _shortened(text.strip(), SECTION_CHARS)
+                    self._search_file(handle, self.workspace.relative(file), matches, found)
             except OSError:
                 continue  # unreadable files are skipped like binary ones
             if found.more:
                 break
         return found
 
+    @staticmethod
+    def _search_file(handle: BinaryIO, path: str, matches: Callable[[str], bool], found: Search) -> None:
+        markdown = Path(path).suffix.lower() in MARKDOWN_SUFFIXES
+        section: str | None = None  # the heading above the line, in a Markdown file
+        opened: int | None = None  # the result of the heading whose section is being shown
+        below: list[tuple[int, str]] = []
+        for number, raw in enumerate(_lines(handle), start=1):
+            text = _display_line(raw)
+            heading = markdown and _MARKDOWN_HEADING.match(text) is not None
+            if opened is not None and (heading or len(below) == SECTION_LINES_SHOWN):
+                found.results[opened] = replace(found.results[opened], below=tuple(below))
+                opened = None
+            if opened is not None:
+                if _SAYS_SOMETHING.search(text):
+                    below.append((number, text.strip()))  # shown under its heading, even when it matches
+                continue
+            if matches(text):
+                if len(found.results) == SEARCH_MATCH_LIMIT:
+                    found.more = True
+                    break
+                found.results.append(FoundLine(path, number, text.strip(), None if heading else section))
+                if heading and found.sections_left:
+                    found.sections_left -= 1
+                    opened, below = len(found.results) - 1, []
+            if heading:
+                section = _shortened(text.strip(), SECTION_CHARS)
+        if opened is not None:
+            found.results[opened] = replace(found.results[opened], below=tuple(below))
+
     def files_of_search(self, arguments: dict[str, Any], earlier: str) -> str | None:
         """For a search made again: the files it found lines in, or else the files it searched, shown
         whole when they are few and small. A model that repeats a search wants more than those lines."""
-        matched = earlier.split(f"\n{linked_lines.HEADING}", 1)[0]  # not the files of linked lines
-        paths = list(dict.fromkeys(_FOUND_IN.findall(matched)))
+        path = str(arguments.get("path", "."))
+        real = self.workspace.resolve(path)
+        key = (str(arguments.get("pattern", "")), self.workspace.relative(real), bool(arguments.get("regex")))
+        paths = self._matched_files.get(key, [])
         heading = "The files with those lines, whole:"
         if not paths:
             heading = "The files it searched, whole:"
-            real = self.workspace.resolve(str(arguments.get("path", ".")))
             if not real.is_dir():
                 return None  # a small file searched in vain was shown whole already
             candidates = itertools.islice(self._text_file_candidates(real), REPEAT_FILES_SHOWN + 1)
@@ -343,6 +376,11 @@ class FileTools:
         if status is not None and stat.S_ISDIR(status.st_mode):
             raise ToolError(f"{shown} is a directory. Give the path of a file, like 'notes/todo.txt'.")
         self._refuse_vcs(real)
+        if status is not None and shown not in self._seen:
+            raise ToolError(
+                f"{shown} already exists and you have not read it yet. Read it with read_file first: "
+                "write_file replaces all of its content."
+            )
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
         except OSError:
@@ -350,6 +388,7 @@ class FileTools:
                 f"Cannot create the directory for {shown}: a part of the path is a file."
             ) from None
         _write_atomically(real, content.encode("utf-8"), shown)
+        self._seen.add(shown)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         what = "Created" if status is None else "Overwrote"
         return f"{what} {shown} ({lines} lines, {len(content)} characters)."
@@ -359,7 +398,13 @@ class FileTools:
         old adds new at the end of the file."""
         real, shown = self._existing_file(path)
         self._refuse_vcs(real)
-        edit = replacement(_read_utf8(real, shown), old, new, shown)
+        text = _read_utf8(real, shown)
+        if shown not in self._seen:
+            raise ToolError(
+                f"You have not read {shown} yet. Read it with read_file first, then copy the exact text "
+                "to replace from it."
+            )
+        edit = replacement(text, old, new, shown)
         _write_atomically(real, edit.text.encode("utf-8"), shown)
         return edit.report
 
@@ -515,36 +560,12 @@ def _display_line(raw: bytes) -> str:
     return text
 
 
-@dataclass
-class _Search:
-    results: list[str] = field(default_factory=list)
-    searched: int = 0
-    skipped_large: int = 0
-    more: bool = False
-
-    @property
-    def skipped(self) -> str:
-        if not self.skipped_large:
-            return ""
-        return f" ({self.skipped_large} files over {SEARCH_FILE_BYTES_LIMIT:,} bytes skipped)"
-
-    def report(self, heading: str) -> str:
-        lines = [f"{heading}{self.skipped}:", *self.results]
-        if self.more:
-            lines.append(
-                f"[Stopped after {SEARCH_MATCH_LIMIT} matches; there are more. "
-                "Use a more specific pattern or a smaller path.]"
-            )
-        return "\n".join(lines)
-
-
 _NAMED_FILES_SHOWN = 10
 # A line with two letters or digits in a row; "{" or "---" alone says nothing about a file.
 _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
 _MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
-_FOUND_IN = re.compile(r"^(.+?):\d+: ", re.MULTILINE)  # the path of each line a search shows
 _REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
 _SOME_WORDS_SHOWN = 10
 _CLOSEST_LINE_RATIO = 0.7

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from localagent.tools.found_lines import FoundLine
+
 # A capitalised word (Finance, Olu) or a code with a digit in it (P-102, B2.14).
 _NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-zA-Z]+|[A-Za-z]+-?\d+(?:[.-]\d+)*)(?![\w-])")
-_SHOWN_LINE = re.compile(r"^.+?:\d+: (.*?)(?:  \(under '.*'\))?$")
 # Capitalised only because a sentence starts with them; they name nothing.
 _NOT_NAMES = frozenset(
     re.findall(
@@ -30,12 +31,12 @@ LINES_PER_NAME = 5  # a name more lines hold than this is too common to lead any
 LINKED_LINES_SHOWN = 6
 
 
-def names_in(shown: Sequence[str], pattern: str) -> list[str]:
-    """The names in a search's shown lines ("path:3: text"), but those the pattern itself holds."""
+def names_in(shown: Sequence[FoundLine], pattern: str) -> list[str]:
+    """The names in a search's matching lines, but those the pattern itself holds."""
     searched = {word.casefold() for word in re.findall(r"\w+", pattern)}
     names: dict[str, None] = {}
     for line in shown:
-        for name in _NAME.findall(_text_of(line)):
+        for name in _NAME.findall(line.text):
             if name.casefold() not in searched and name.casefold() not in _NOT_NAMES:
                 names.setdefault(name)
     return list(names)[:NAMES_FOLLOWED]
@@ -46,24 +47,20 @@ def name_matcher(names: Sequence[str]) -> Callable[[str], bool]:
     return lambda text: pattern.search(text) is not None
 
 
-def linked_report(names: Sequence[str], found: Sequence[str], shown: Sequence[str]) -> str:
+def linked_report(names: Sequence[str], found: Sequence[FoundLine], shown: Sequence[FoundLine]) -> str:
     """The lines of `found` (the workspace's lines naming any of `names`) that the search did not
     show already, for the names few enough lines hold; "" when there are none."""
-    already = set(shown)
-    new = [line for line in found if line not in already]
-    kept: list[str] = []
+    already = set().union(*(line.places() for line in shown))
+    new = [line for line in found if (line.path, line.number) not in already]
+    kept: list[FoundLine] = []
     followed: list[str] = []
     for name in names:
         names_it = name_matcher([name])
-        holding = [line for line in new if names_it(_text_of(line))]
+        holding = [line for line in new if names_it(line.text)]
         if holding and len(holding) <= LINES_PER_NAME:
             followed.append(name)
             kept.extend(line for line in holding if line not in kept)
     if not kept:
         return ""
-    return "\n".join([f"{HEADING}{', '.join(followed)}:", *kept[:LINKED_LINES_SHOWN]])
-
-
-def _text_of(line: str) -> str:
-    match = _SHOWN_LINE.match(line)
-    return match.group(1) if match else line
+    shown_lines = [line.shown() for line in kept[:LINKED_LINES_SHOWN]]
+    return "\n".join([f"{HEADING}{', '.join(followed)}:", *shown_lines])
