@@ -458,6 +458,11 @@ def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) 
         ("x = 1\nx = 1\nx = 1\n", "x = 1", r"old appears 3 times in f.py, but it must appear exactly once"),
         ("aaa\n", "aa", r"old appears 2 times"),
         ("def f():\n    return 1\n", "2: return 1", r"Leave out the line numbers"),
+        (
+            "# To do\n- [ ] Book the dentist\n",
+            "- [ ] Book the dentist  (under '# To do')",
+            r"Leave out the '\(under",
+        ),
         ("def f():\n    return 1\n", "return 1  ", r"spaces or newlines at the start or end"),
         (
             '__version__ = "0.7.3"\n',
@@ -524,6 +529,25 @@ def test_replace_in_file_matches_a_key_copied_without_its_quotes_and_keeps_them(
         with pytest.raises(ToolError, match="old was not found"):
             tools.replace_in_file("other.json", old, new)
         assert (ws / "other.json").read_text() == content
+
+
+def test_an_edit_that_copies_the_heading_note_of_a_search_is_refused(tools: FileTools, ws: Path) -> None:
+    (ws / "todo.md").write_text("# To do\n- [ ] Book the dentist\n")
+    shown = tools.search_text("dentist")
+    assert shown.endswith("todo.md:2: - [ ] Book the dentist  (under '# To do')")
+    with pytest.raises(InvalidArguments, match=r"Leave it out of new"):
+        _check_edit_of(tools, "Book the dentist", "Book the dentist  (under '# To do')")
+    with pytest.raises(ToolError, match=r"Leave out the '\(under"):
+        tools.replace_in_file(
+            "todo.md", "- [ ] Book the dentist  (under '# To do')", "- [x] Book the dentist"
+        )
+    tools.replace_in_file("todo.md", "- [ ] Book the dentist", "- [x] Book the dentist")
+    assert (ws / "todo.md").read_text() == "# To do\n- [x] Book the dentist\n"
+
+
+def _check_edit_of(tools: FileTools, old: str, new: str) -> None:
+    [edit] = [tool for tool in tools.tools() if tool.name == "replace_in_file"]
+    edit.validate({"path": "todo.md", "old": old, "new": new})  # the check before approval is asked
 
 
 def test_files_are_edited_only_once_the_model_has_seen_them(tools: FileTools, ws: Path) -> None:

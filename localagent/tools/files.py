@@ -23,7 +23,13 @@ from pydantic import Field
 from localagent.cancel import CancelToken
 from localagent.tools import linked_lines
 from localagent.tools.base import InvalidArguments, Tool, ToolError
-from localagent.tools.found_lines import SEARCH_FILE_BYTES_LIMIT, SEARCH_MATCH_LIMIT, FoundLine, Search
+from localagent.tools.found_lines import (
+    SEARCH_FILE_BYTES_LIMIT,
+    SEARCH_MATCH_LIMIT,
+    SECTION_NOTE,
+    FoundLine,
+    Search,
+)
 from localagent.tools.quote_blind import replace_ignoring_quotes
 from localagent.tools.workspace import Workspace
 
@@ -516,6 +522,11 @@ def _check_edit(arguments: Any) -> None:
     """What is wrong with an edit whatever the file holds; found before anyone is asked to approve it."""
     if arguments.old == arguments.new:
         raise InvalidArguments("old and new are the same, so nothing would change.")
+    if SECTION_NOTE.search(arguments.new) and not SECTION_NOTE.search(arguments.old):
+        raise InvalidArguments(
+            "new ends a line with the '(under ...)' that search_text shows after a line; it names the "
+            "heading the line is under and is not part of the file. Leave it out of new."
+        )
 
 
 def _status(real: Path, shown: str) -> os.stat_result | None:
@@ -692,6 +703,11 @@ def _occurrences(text: str, old: str, stop_at: int = 1000) -> int:
 def _not_found_hint(text: str, old: str) -> str:
     if re.match(r"\s*\d+: ", old):
         return "Leave out the line numbers that read_file shows ('12: ')."
+    if SECTION_NOTE.search(old):
+        return (
+            "Leave out the '(under ...)' that search_text shows after a line: it names the heading the "
+            "line is under and is not in the file."
+        )
     if old.strip() and old.strip() in text:
         return "The spaces or newlines at the start or end of old differ from the file; copy them exactly."
     closest = _closest_line(text, old)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 SEARCH_MATCH_LIMIT = 50
 SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
+SECTION_NOTE = re.compile(r"  \(under (['\"]).*\1\)$", re.MULTILINE)  # a line's heading, as shown after it
 
 
 @dataclass(frozen=True)
