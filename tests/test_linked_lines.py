@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from localagent.tools.base import ToolError
 from localagent.tools.files import FileTools
 from localagent.tools.found_lines import FoundLine
 from localagent.tools.linked_lines import HEADING, LINES_PER_NAME, names_in
@@ -53,3 +54,15 @@ def test_a_repeated_search_shows_the_files_of_its_matches_not_of_the_linked_line
     earlier = tools.search_text("taxi")
     whole = tools.files_of_search({"pattern": "taxi"}, earlier)
     assert whole is not None and "handbook/expenses.md, lines" in whole and "team.md, lines" not in whole
+
+
+def test_only_the_files_of_linked_lines_shown_may_be_edited_after_the_search(tools: FileTools) -> None:
+    # orders.csv names P-101 in more lines than are shown, so none of its lines reached the model.
+    assert "orders.csv" not in tools.search_text("enamel mug")
+    with pytest.raises(ToolError, match=r"You have not read orders\.csv yet"):
+        tools.replace_in_file("orders.csv", "0,P-101", "0,P-102")
+    tools.replace_in_file("products.csv", "Enamel mug", "Tin mug")
+    # team.md's row for Finance was shown under the taxi rule.
+    tools.search_text("taxi")
+    tools.replace_in_file("team.md", "A2.07", "A2.08")
+    assert "A2.08" in (tools.workspace.resolve("team.md")).read_text()

@@ -276,9 +276,11 @@ class FileTools:
             return ""
         matcher = linked_lines.name_matcher(names)
         found = self._search_lines(root, ".", status, matcher, cancel, open_sections=False)
-        report = linked_lines.linked_report(names, found.results, search.results)
-        self._seen.update(found.paths())
-        return f"\n{report}" if report else ""
+        followed, lines = linked_lines.linked(names, found.results, search.results)
+        if not lines:
+            return ""
+        self._seen.update(line.path for line in lines)  # only the lines shown, not all that name them
+        return f"\n{linked_lines.linked_report(followed, lines)}"
 
     def _search_lines(
         self,

@@ -47,9 +47,11 @@ def name_matcher(names: Sequence[str]) -> Callable[[str], bool]:
     return lambda text: pattern.search(text) is not None
 
 
-def linked_report(names: Sequence[str], found: Sequence[FoundLine], shown: Sequence[FoundLine]) -> str:
-    """The lines of `found` (the workspace's lines naming any of `names`) that the search did not
-    show already, for the names few enough lines hold; "" when there are none."""
+def linked(
+    names: Sequence[str], found: Sequence[FoundLine], shown: Sequence[FoundLine]
+) -> tuple[list[str], list[FoundLine]]:
+    """The names followed and the lines to show for them: the lines of `found` (the workspace's lines
+    naming any of `names`) that the search did not show already, for the names few enough lines hold."""
     already = set().union(*(line.places() for line in shown))
     new = [line for line in found if (line.path, line.number) not in already]
     kept: list[FoundLine] = []
@@ -60,7 +62,8 @@ def linked_report(names: Sequence[str], found: Sequence[FoundLine], shown: Seque
         if holding and len(holding) <= LINES_PER_NAME:
             followed.append(name)
             kept.extend(line for line in holding if line not in kept)
-    if not kept:
-        return ""
-    shown_lines = [line.shown() for line in kept[:LINKED_LINES_SHOWN]]
-    return "\n".join([f"{HEADING}{', '.join(followed)}:", *shown_lines])
+    return followed, kept[:LINKED_LINES_SHOWN]
+
+
+def linked_report(followed: Sequence[str], lines: Sequence[FoundLine]) -> str:
+    return "\n".join([f"{HEADING}{', '.join(followed)}:", *(line.shown() for line in lines)])
