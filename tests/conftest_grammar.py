@@ -17,6 +17,7 @@ from lark.exceptions import LarkError
 from llguidance.gbnf_to_lark import gbnf_to_lark
 
 from localagent.grammar_checks.engines import llguidance_tokenizer
+from localagent.schema_grammar.json_lexemes import INT_LIMIT
 
 EXTERNAL = Path(__file__).parent / "external"
 LLAMACPP_CASES = EXTERNAL / "llamacpp_json_schema"
@@ -72,6 +73,17 @@ def llamacpp_rule_estimate(gbnf: str) -> int:
         int(m[2] or m[1]) - int(m[1]) for m in re.finditer(r"\{(\d+)(?:,(\d*))?\}", outside) if m[2] != ""
     )
     return count
+
+
+def integral_as_int(value: Any) -> Any:
+    """`value` with each integral float as the integer the grammar writes for it (5 for 5.0)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= INT_LIMIT:
+        return int(value)
+    if isinstance(value, list):
+        return [integral_as_int(item) for item in value]
+    if isinstance(value, dict):
+        return {key: integral_as_int(item) for key, item in value.items()}
+    return value
 
 
 def compact_layout(text: str) -> str:

@@ -6,6 +6,7 @@ object keys go in whichever order the grammar takes them (a search over the orde
 key order is one of the documented choices. The other choices are mirrored here, and only here:
 - `generated_form` closes objects and tuples the way the compiler does;
 - `within_limits` skips values beyond the `GrammarLimits` caps and the 16-digit integers;
+- `integral_as_int` writes an integral number as an integer (`5` for 5.0), as the grammar does;
 - `uuid` strings are drawn as UUIDs (hypothesis-jsonschema does not know the format; the grammar
   enforces it).
 """
@@ -21,7 +22,7 @@ from typing import Any
 import jsonschema
 import llguidance
 import pytest
-from conftest_grammar import BFCL, LLAMACPP_CASES, byte_matcher, consume_text, load_json
+from conftest_grammar import BFCL, LLAMACPP_CASES, byte_matcher, consume_text, integral_as_int, load_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisWarning, InvalidArgument, Unsatisfiable
@@ -149,7 +150,7 @@ def _feed(matcher: llguidance.LLMatcher, value: Any, known: set[str], then: Cont
         return consume_text(matcher, "{") and _members(matcher, value, known, True, then)
     if isinstance(value, list):
         return consume_text(matcher, "[") and _items(matcher, value, known, 0, then)
-    return consume_text(matcher, json.dumps(value, ensure_ascii=False)) and then(matcher)
+    return consume_text(matcher, json.dumps(integral_as_int(value), ensure_ascii=False)) and then(matcher)
 
 
 def _items(

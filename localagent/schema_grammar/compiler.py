@@ -12,6 +12,8 @@ Choices that narrow what the schema allows, so that a small model writes one pla
 - objects with `properties` or `required` are closed unless `additionalProperties` (or
   `patternProperties`) says otherwise, and their known properties come in schema order;
 - the layout above; integers without an exponent; at most 16 digits before the point;
+- an integer (and an integral `enum` or `const` number) without a fraction: `5`, never `5.0`, which
+  JSON Schema counts as an integer but which reaches a tool, a checker or Python as a float;
 - the bounds in `GrammarLimits` where the schema sets none (string length, items, extra properties,
   depth of untyped values);
 - `format` date, time, date-time and uuid are written in their RFC 3339 / RFC 4122 form.

@@ -29,8 +29,6 @@ DEFAULT_LIMITS = GrammarLimits()
 INT_DIGITS = 16
 INT_LIMIT = 10**INT_DIGITS - 1
 _UNSIGNED = rf"0|[1-9][0-9]{{0,{INT_DIGITS - 1}}}"
-# An integral number is an integer in JSON Schema, so `1.0` is one too.
-ZERO_FRACTION = r"(?:\.0{1,16})?"
 # The shortest round-trip form of a double (Python's, JavaScript's) has up to 20 digits after the
 # point (0.00012345678901234567); JSON allows leading zeros in an exponent, and Python writes 1e-09.
 NUMBER_REGEX = rf"-?(?:{_UNSIGNED})(?:\.[0-9]{{1,20}})?(?:[eE][-+]?[0-9]{{1,16}})?"
@@ -42,7 +40,7 @@ def shared_rules(limits: GrammarLimits = DEFAULT_LIMITS) -> dict[str, str]:
         "JSON_ESCAPE": r'/\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4}/',
         "JSON_CHAR": r'/[^"\\\x00-\x1f]/ | JSON_ESCAPE',
         "JSON_STRING": f'"\\"" JSON_CHAR~0..{limits.max_string_length} "\\""',
-        "JSON_INTEGER": f"/-?(?:{_UNSIGNED}){ZERO_FRACTION}/",
+        "JSON_INTEGER": f"/-?(?:{_UNSIGNED})/",
         "JSON_NUMBER": f"/{NUMBER_REGEX}/",
         "JSON_BOOLEAN": '"true" | "false"',
         "JSON_NULL": '"null"',
@@ -97,14 +95,10 @@ def lark_literal(text: str) -> str:
 
 
 def number_regex(value: float) -> Node:
-    """The regex AST for one number: an integral one also with a zero fraction (`-2`, `-2.0`)."""
+    """The regex AST for one number: an integral one as an integer (`-2` for -2.0)."""
     if isinstance(value, float) and value.is_integer() and abs(value) <= INT_LIMIT:
         value = int(value)
-    if isinstance(value, int):
-        zeros = Repeat(RegexConcat((literal("."), Repeat(CharSet.char("0"), 1, 16))), 0, 1)
-        sign = Repeat(CharSet.char("-"), 0, 1) if value == 0 else literal("")  # -0 is 0
-        return RegexConcat((sign, literal(str(value)), zeros))
-    return literal(json.dumps(value))
+    return literal(str(value) if isinstance(value, int) else json.dumps(value))
 
 
 def layout_regex(value: Any) -> Node:

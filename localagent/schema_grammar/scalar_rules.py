@@ -10,7 +10,6 @@ from localagent.schema_grammar.integer_ranges import integer_range_regex
 from localagent.schema_grammar.json_lexemes import (
     INT_LIMIT,
     NUMBER_REGEX,
-    ZERO_FRACTION,
     lark_literal,
     layout_regex,
 )
@@ -38,7 +37,7 @@ def integer_rule(schema: dict[str, Any], where: str) -> str:
     lowest, highest = max(lowest, -INT_LIMIT), min(highest, INT_LIMIT)
     if lowest > highest:
         raise NoValue(where, f"every integer allowed has more than {len(str(INT_LIMIT))} digits")
-    return f"/(?:{integer_range_regex(int(lowest), int(highest))}){ZERO_FRACTION}/"
+    return f"/{integer_range_regex(int(lowest), int(highest))}/"
 
 
 def number_rule(schema: dict[str, Any], where: str) -> tuple[str, bool]:
