@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from localagent.cancel import Cancelled, CancelToken
 from localagent.events import ToolFinished
@@ -195,6 +198,11 @@ def test_plain_search_ignores_case_and_a_regex_does_only_with_a_capital_letter(t
     assert tools.search_text("HELLO", regex=True).startswith("No matches for 'HELLO'")
     assert tools.search_text("hel+o w", regex=True) == (
         "Matches for 'hel+o w' in .:\nREADME.md:2: hello world  (under '# Demo')"
+    )
+    # An escape is no capital letter of the text: \S still ignores case, a literal capital does not.
+    assert tools.search_text(r"HEL\S+", path="README.md", regex=True).startswith("No matches")
+    assert tools.search_text(r"\Wdemo", path="README.md", regex=True) == (
+        "Matches for '\\\\Wdemo' in README.md:\nREADME.md:1: # Demo\n  2: hello world"
     )
 
 
@@ -564,6 +572,38 @@ def test_files_are_edited_only_once_the_model_has_seen_them(tools: FileTools, ws
     tools.write_file("new.txt", "one\n")
     tools.replace_in_file("new.txt", "one", "two")
     assert (ws / "new.txt").read_text() == "two\n"
+
+
+def test_a_file_changed_on_disk_since_it_was_read_is_read_again_before_an_edit(
+    tools: FileTools, ws: Path
+) -> None:
+    tools.read_file("README.md")
+    tools.replace_in_file("README.md", "hello", "hi")  # its own edits keep it up to date
+    (ws / "README.md").write_text("# Someone else's title\n")  # as an editor would, meanwhile
+    with pytest.raises(ToolError, match=r"README\.md has changed since you read it\. Read it again with"):
+        tools.write_file("README.md", "# Stale content\n")
+    with pytest.raises(ToolError, match=r"README\.md has changed since you read it"):
+        tools.replace_in_file("README.md", "Someone", "Nobody")
+    assert (ws / "README.md").read_text() == "# Someone else's title\n"
+    tools.read_file("README.md")
+    tools.replace_in_file("README.md", "Someone", "Nobody")
+    assert (ws / "README.md").read_text() == "# Nobody else's title\n"
+
+
+_LINE = st.text("ab =_'\"0.7", max_size=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE, max_size=8), _LINE)
+def test_the_closest_line_is_the_first_of_the_lines_most_like_old(lines: list[str], old: str) -> None:
+    scored = [
+        (difflib.SequenceMatcher(None, old.strip(), line.strip()).ratio(), number, line)
+        for number, line in enumerate(lines, start=1)
+        if line.strip()
+    ]
+    best = max(scored, default=None, key=lambda item: item[0])  # the first of equals
+    expected = (best[1], best[2]) if old.strip() and best and best[0] >= 0.7 else None
+    assert files._closest_line("\n".join(lines), old) == expected
 
 
 def test_replace_in_file_refuses_binary_and_non_utf8_files(tools: FileTools, ws: Path) -> None:

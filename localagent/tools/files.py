@@ -85,9 +85,10 @@ class FileTools:
         self.narrow_paths = narrow_paths
         # The files each search found lines in, for the search made again (files_of_search).
         self._matched_files: dict[tuple[str, str, bool], list[str]] = {}
-        # Files whose lines the model has been shown, or has written: only those may be edited, so
-        # that what it replaces is copied from the file, not guessed.
-        self._seen: set[str] = set()
+        # Files whose lines the model has been shown, or has written, with their version then: only
+        # those may be edited, and only while unchanged on disk, so that what it replaces is copied
+        # from the file as it is, not guessed or remembered from before someone else changed it.
+        self._seen: dict[str, FileVersion | None] = {}
 
     def tools(self) -> list[Tool]:
         tools = [
@@ -195,7 +196,7 @@ class FileTools:
                     used += len(line) + 1
         except OSError as error:
             raise ToolError(f"Cannot read {shown}: {error.strerror}.") from None
-        self._seen.add(shown)
+        self._saw(shown)
         if total == 0:
             return f"{shown} is empty (0 lines)."
         if whole is not None:
@@ -263,7 +264,8 @@ class FileTools:
 
     def _found(self, pattern: str, shown: str, regex: bool, found: Search) -> None:
         self._matched_files[(pattern, shown, regex)] = found.paths()
-        self._seen.update(found.paths())
+        for path in found.paths():
+            self._saw(path)
 
     def _linked(self, search: Search, pattern: str, cancel: CancelToken | None) -> str:
         """The other lines of the workspace that name what the matches name (linked_lines.py)."""
@@ -279,7 +281,8 @@ class FileTools:
         followed, lines = linked_lines.linked(names, found.results, search.results)
         if not lines:
             return ""
-        self._seen.update(line.path for line in lines)  # only the lines shown, not all that name them
+        for path in dict.fromkeys(line.path for line in lines):  # the lines shown, not all that name them
+            self._saw(path)
         return f"\n{linked_lines.linked_report(followed, lines)}"
 
     def _search_lines(
@@ -385,10 +388,11 @@ class FileTools:
         if status is not None and stat.S_ISDIR(status.st_mode):
             raise ToolError(f"{shown} is a directory. Give the path of a file, like 'notes/todo.txt'.")
         self._refuse_vcs(real)
-        if status is not None and shown not in self._seen:
-            raise ToolError(
-                f"{shown} already exists and you have not read it yet. Read it with read_file first: "
-                "write_file replaces all of its content."
+        if status is not None:
+            self._check_seen(
+                shown,
+                unread=f"{shown} already exists and you have not read it yet.",
+                then="first: write_file replaces all of its content.",
             )
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
@@ -397,7 +401,7 @@ class FileTools:
                 f"Cannot create the directory for {shown}: a part of the path is a file."
             ) from None
         _write_atomically(real, content.encode("utf-8"), shown)
-        self._seen.add(shown)
+        self._saw(shown)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         what = "Created" if status is None else "Overwrote"
         return f"{what} {shown} ({lines} lines, {len(content)} characters)."
@@ -408,14 +412,25 @@ class FileTools:
         real, shown = self._existing_file(path)
         self._refuse_vcs(real)
         text = _read_utf8(real, shown)
-        if shown not in self._seen:
-            raise ToolError(
-                f"You have not read {shown} yet. Read it with read_file first, then copy the exact text "
-                "to replace from it."
-            )
+        self._check_seen(
+            shown,
+            unread=f"You have not read {shown} yet.",
+            then="first, then copy the exact text to replace from it.",
+        )
         edit = replacement(text, old, new, shown)
         _write_atomically(real, edit.text.encode("utf-8"), shown)
+        self._saw(shown)
         return edit.report
+
+    def _saw(self, shown: str) -> None:
+        self._seen[shown] = _version(self.workspace.resolve(shown))
+
+    def _check_seen(self, shown: str, unread: str, then: str) -> None:
+        """A ToolError unless the model has been shown the file as it is now on disk."""
+        if shown not in self._seen:
+            raise ToolError(f"{unread} Read it with read_file {then}")
+        if self._seen[shown] != _version(self.workspace.resolve(shown)):
+            raise ToolError(f"{shown} has changed since you read it. Read it again with read_file {then}")
 
     def _existing_file(self, path: str) -> tuple[Path, str]:
         real = self.workspace.resolve(path)
@@ -532,6 +547,17 @@ def _check_edit(arguments: Any) -> None:
         )
 
 
+FileVersion = tuple[int, int]  # modification time in ns, size in bytes
+
+
+def _version(real: Path) -> FileVersion | None:
+    try:
+        status = real.stat()
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
 def _status(real: Path, shown: str) -> os.stat_result | None:
     """The path's status, or None if it does not exist; other OS errors become a ToolError."""
     try:
@@ -581,6 +607,7 @@ NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to
 _WORD = re.compile(r"\w+")
 _MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
 _REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
+_REGEX_ESCAPE = re.compile(r"\\(?:[pPN]\{[^}]*\}|.)", re.DOTALL)  # \S, \., \p{Lu}, \N{...}
 _SOME_WORDS_SHOWN = 10
 _CLOSEST_LINE_RATIO = 0.7
 _CLOSEST_LINE_SEARCH_LIMIT = 5000
@@ -614,8 +641,10 @@ def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
         wanted = pattern.casefold()
         return lambda text: wanted in text.casefold()
     try:
-        # Smart case, as in ripgrep: a pattern in lower case matches any case.
-        flags = 0 if any(char.isupper() for char in pattern) else regex.IGNORECASE
+        # Smart case, as in ripgrep: a pattern whose literal letters are all lower case matches any
+        # case. Escapes are not letters of the text: `\S+@\S+` still ignores case.
+        literal_letters = _REGEX_ESCAPE.sub("", pattern)
+        flags = 0 if any(char.isupper() for char in literal_letters) else regex.IGNORECASE
         compiled = regex.compile(pattern, flags)
     except regex.error as error:
         raise ToolError(
@@ -726,13 +755,20 @@ def _closest_line(text: str, old: str) -> tuple[int, str] | None:
     lines = text.splitlines()
     if not wanted or len(lines) > _CLOSEST_LINE_SEARCH_LIMIT:
         return None
-    scored = [
-        (difflib.SequenceMatcher(None, wanted, line.strip()).ratio(), number, line)
-        for number, line in enumerate(lines, start=1)
-        if line.strip()
-    ]
-    best = max(scored, default=None, key=lambda item: item[0])
-    return (best[1], best[2]) if best and best[0] >= _CLOSEST_LINE_RATIO else None
+    matcher = difflib.SequenceMatcher(None, wanted)
+    best: tuple[float, int, str] | None = None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        matcher.set_seq2(line.strip())
+        # The quick ratios are upper bounds of ratio(): a line they rule out cannot be the first best.
+        floor = _CLOSEST_LINE_RATIO if best is None else best[0]
+        if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:
+            continue
+        ratio = matcher.ratio()
+        if ratio >= floor and (best is None or ratio > best[0]):
+            best = (ratio, number, line)
+    return None if best is None else (best[1], best[2])
 
 
 def _write_atomically(real: Path, data: bytes, shown: str) -> None:
