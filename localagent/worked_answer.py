@@ -23,7 +23,8 @@ from localagent import prompts
 from localagent.messages import Message, SystemMessage, ToolMessage, UserMessage
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\w.]*\d)")
-_ANSWER_LINE = re.compile(r"^[*_#\s]*Answer[*_]*:[*_]*[ \t]*(.*)$", re.MULTILINE)
+# At the start of a line, as asked, or right after a sentence's end ("... is 36. Answer: 36").
+_ANSWER_LINE = re.compile(r"(?:^|(?<=[.!?])[ \t]+)[*_#\s]*Answer[*_]*:[*_]*[ \t]*(.*)$", re.MULTILINE)
 
 
 def findings(messages: Sequence[Message]) -> list[str]:

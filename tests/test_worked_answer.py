@@ -126,6 +126,8 @@ def test_answer_lines() -> None:
     assert answer_in("Answer: first\n## Answer: second") == "second"
     assert answer_in("**Answer:**\n140 euros") == "140 euros"
     assert answer_in("The answer is 36.") is None
+    assert answer_in("so 12 * 3 = 36. Answer: 36") == "36"
+    assert answer_in("The Answer: 36 is wrong") is None  # not after a sentence's end
     assert answer_in("Answer:   ") is None
     assert answer_of("140 euros.") == "140 euros." and answer_of("  ") is None
     assert answer_of("1. a\n2. b") is None and answer_of("1. a\nAnswer: 36") == "36"
