@@ -103,6 +103,16 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
             "Thought: I know the answer now.\n"
             "Final Answer: At the mill pond, where kingfishers nest in the north bank."
         )
+    if "query_tables" in names:
+        examples.append(
+            "Question: How many coots have I counted in all?\n"
+            "Thought: The counts are rows of sightings.csv; I add up the coot rows with a query.\n"
+            "Action: query_tables\n"
+            'Action Input: {"sql": "SELECT SUM(count) FROM sightings WHERE species = \'coot\'"}\n'
+            "Observation: 1 row:\nSUM(count)\n27\n"
+            "Thought: I know the answer now.\n"
+            "Final Answer: 27 coots."
+        )
     if {"read_file", "calculator"} <= names:
         examples.append(
             "Question: How many birds did I count in total at the pond?\n"

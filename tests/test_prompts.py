@@ -4,15 +4,20 @@ placeholder, and none holds a made-up value a small model could copy into an unr
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from localagent import prompts
+from localagent.cancel import CancelToken
 from localagent.messages import NamedToolChoice
+from localagent.tools.loading import builtin_tools
 from localagent.tools.spec import ToolSpec
+from localagent.tools.workspace import Workspace
 
 TOOLS = [
     ToolSpec(
@@ -98,3 +103,27 @@ def test_feedback_names_the_tool_a_named_choice_requires() -> None:
     assert "<one of: read_file>" in prompts.react_reply_shapes(["read_file", "list_dir"], choice)
     shapes = prompts.tool_call_reply_shapes(["read_file", "list_dir"], choice)
     assert '"name": "<one of: read_file>"' in shapes
+
+
+def test_each_worked_example_calls_a_real_tool_with_valid_arguments(tmp_path: Path) -> None:
+    (tmp_path / "sightings.csv").write_text(
+        "date,species,count\n2024-05-03,coot,11\n2024-05-19,coot,12\n2024-05-19,heron,3\n2024-06-01,coot,4\n"
+    )
+    tools = builtin_tools(Workspace(tmp_path))
+    example = prompts.react_example([tool.spec for tool in tools.values()])
+    assert example is not None
+    calls = re.findall(
+        r"^Action: (\w+)\nAction Input: ([^\n]+)\nObservation: (.*?)\n(?:Thought|Final)", example, re.M | re.S
+    )
+    assert {name for name, _, _ in calls} >= {
+        "search_text",
+        "read_file",
+        "calculator",
+        "query_tables",
+        "replace_in_file",
+    }
+    for name, arguments, _ in calls:
+        tools[name].validate(json.loads(arguments))
+    # The query's example result is what the tool gives on a file like the example's.
+    (query,) = [(arguments, observation) for name, arguments, observation in calls if name == "query_tables"]
+    assert tools["query_tables"].run(json.loads(query[0]), CancelToken()) == query[1]

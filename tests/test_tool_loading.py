@@ -99,6 +99,7 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
     assert sorted(tools) == [
         "calculator",
         "list_dir",
+        "query_tables",
         "read_file",
         "replace_in_file",
         "search_text",
@@ -117,7 +118,18 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
         ("calculator, read_file", ["calculator", "read_file"]),
         ("default,write_file", [*DEFAULT_TOOLS, "write_file"]),
         ("read_file,default", ["read_file", "list_dir", "search_text", "calculator"]),
-        ("all", ["list_dir", "read_file", "search_text", "write_file", "replace_in_file", "calculator"]),
+        (
+            "all",
+            [
+                "list_dir",
+                "read_file",
+                "search_text",
+                "write_file",
+                "replace_in_file",
+                "calculator",
+                "query_tables",
+            ],
+        ),
         ("default,,calculator,", list(DEFAULT_TOOLS)),
         ("none", []),
         (" none, ", []),
@@ -131,9 +143,9 @@ def test_unknown_tool_names_list_the_valid_ones(workspace: Workspace) -> None:
     with pytest.raises(ToolLoadError) as error:
         select_tools("default,read_files", workspace)
     assert str(error.value) == (
-        "unknown tool 'read_files'. Built-in tools: calculator, list_dir, read_file, replace_in_file, "
-        "search_text, write_file; or default, all, none; or a tool of your own as module:function "
-        "or path/to/file.py:function"
+        "unknown tool 'read_files'. Built-in tools: calculator, list_dir, query_tables, read_file, "
+        "replace_in_file, search_text, write_file; or default, all, none; or a tool of your own as "
+        "module:function or path/to/file.py:function"
     )
     assert isinstance(error.value, LocalagentError)
 

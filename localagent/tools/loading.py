@@ -2,8 +2,10 @@
 
 `select_tools` reads the CLI's `--tools` value (or a list of the same items, and of functions, pydantic
 models with `run()` and Tools, from Python), a comma-separated list of:
-  a built-in name   list_dir, read_file, search_text, calculator, write_file, replace_in_file
-  default           the read-only built-ins: list_dir, read_file, search_text, calculator
+  a built-in name   list_dir, read_file, search_text, calculator, query_tables, write_file,
+                    replace_in_file
+  default           list_dir, read_file, search_text, calculator (query_tables, read-only too, is
+                    named when wanted: it lures a small model into SQL on files that are no tables)
   all               every built-in tool
   none              no tools at all (alone)
   module:function   a user tool; the module may also be a file, as in tools/weather.py:forecast
@@ -30,6 +32,7 @@ from localagent.tools.base import Tool
 from localagent.tools.calculator import calculator_tool
 from localagent.tools.files import FileTools
 from localagent.tools.spec import schema_problem
+from localagent.tools.tables import TableQuery
 from localagent.tools.workspace import Workspace
 
 DEFAULT_TOOLS: tuple[str, ...] = ("list_dir", "read_file", "search_text", "calculator")
@@ -38,9 +41,9 @@ ToolItem = str | Callable[..., Any] | Tool | type[BaseModel]
 ToolsArgument = str | Sequence[ToolItem] | None
 KEYWORDS = ("default", "all", "none")
 TOOLS_OPTION_HELP = (
-    "Comma-separated tools: built-in names (list_dir, read_file, search_text, calculator, write_file, "
-    "replace_in_file), 'default' (the read-only ones and calculator), 'all', 'none', or your own as "
-    "module:function or path/to/file.py:function. Example: default,write_file"
+    "Comma-separated tools: built-in names (list_dir, read_file, search_text, calculator, query_tables, "
+    "write_file, replace_in_file), 'default' (list_dir, read_file, search_text and calculator), 'all', "
+    "'none', or your own as module:function or path/to/file.py:function. Example: default,query_tables"
 )
 
 
@@ -49,7 +52,7 @@ class ToolLoadError(LocalagentError):
 
 
 def builtin_tools(workspace: Workspace) -> dict[str, Tool]:
-    tools = [*FileTools(workspace).tools(), calculator_tool()]
+    tools = [*FileTools(workspace).tools(), calculator_tool(), TableQuery(workspace).tool()]
     return {tool.name: tool for tool in tools}
 
 

@@ -1,0 +1,326 @@
+"""query_tables: SQL (SQLite) over the workspace's data files (CSV, and JSON lists of records).
+
+A coder model writes `SELECT AVG(price) FROM products WHERE category = 'kitchen'` more reliably than
+it picks the right rows out of a file it has read and adds them up itself.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sqlite3
+import stat
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from localagent.cancel import CancelToken
+from localagent.tools.base import Tool, ToolError
+from localagent.tools.calculator import format_number
+from localagent.tools.workspace import Workspace
+
+DATA_FILE_LIMIT = 100  # data files a workspace may offer as tables
+WALK_FILE_LIMIT = 5000  # files looked at while looking for them, so a home folder is not walked whole
+DATA_BYTES_LIMIT = 5_000_000  # a bigger file is not loaded
+HEADER_CHARS = 65_536  # where to look for a CSV file's column names
+TABLES_DESCRIBED = 20  # tables an SQL error lists, with their columns
+ROWS_SHOWN = 50
+CELL_CHARS = 200
+QUERY_SECONDS = 5.0  # a query that runs longer (a huge cross join, say) is stopped
+_PROGRESS_EVERY = 10_000  # SQLite virtual-machine steps between checks of the clock and Ctrl-C
+_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
+_SUFFIXES = (".csv", ".json")
+
+Sql = Annotated[
+    str,
+    Field(
+        pattern=r"^\s*(SELECT|Select|select|WITH|With|with)\s",
+        description='One SQLite SELECT statement. A table is named by its path, as in FROM "data/items.csv", '
+        "or by its name alone, as in FROM items",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table a query may name: one data file, or a folder of CSV files with the same columns."""
+
+    name: str  # the file's or folder's path
+    files: tuple[str, ...]
+    header: tuple[str, ...]
+
+    @property
+    def is_folder(self) -> bool:
+        return self.files != (self.name,)
+
+    def names(self) -> list[str]:
+        """Its path, and its file name without the extension when that is a plain SQL name
+        (products.csv: products; orders/: orders)."""
+        stem = Path(self.name).name if self.is_folder else Path(self.name).stem
+        return [self.name, stem] if stem != self.name and re.fullmatch(r"[A-Za-z_]\w*", stem) else [self.name]
+
+    def described(self) -> str:
+        what = f"; the {len(self.files)} files of {self.name}/ in one" if self.is_folder else ""
+        return f"{_quoted(self.name)} ({', '.join(self.header)}{what})"
+
+
+def data_tables(workspace: Workspace) -> list[Table]:
+    """The tables of the workspace: each CSV file, each JSON file that holds a list of records, and
+    each folder of two or more CSV files with the same columns (with a first column `file`)."""
+    tables: list[Table] = []
+    for path in _data_files(workspace):
+        try:
+            header, _ = _read_records(workspace, path, header_only=True)
+        except ToolError:
+            continue
+        tables.append(Table(path, (path,), tuple(header)))
+    by_folder: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for table in tables:
+        folder = str(Path(table.name).parent)
+        if table.name.lower().endswith(".csv") and folder != ".":
+            by_folder.setdefault((folder, table.header), []).append(table.name)
+    folders = [
+        Table(folder, tuple(files), ("file", *header))
+        for (folder, header), files in by_folder.items()
+        if len(files) > 1 and "file" not in header
+    ]
+    return folders + tables
+
+
+def _data_files(workspace: Workspace) -> list[str]:
+    found: list[str] = []
+    seen = 0
+    for current, dirnames, filenames in os.walk(workspace.root):
+        dirnames[:] = sorted(name for name in dirnames if name[0] != "." and name not in _SKIPPED_DIRS)
+        found.extend(
+            workspace.relative(Path(current, name))
+            for name in sorted(filenames)
+            if name[0] != "." and name.lower().endswith(_SUFFIXES)
+        )
+        seen += len(filenames)
+        if len(found) >= DATA_FILE_LIMIT or seen >= WALK_FILE_LIMIT:
+            break
+    return sorted(found[:DATA_FILE_LIMIT])
+
+
+class TableQuery:
+    """The query_tables tool of one workspace; the files are read again for every query, so edits show."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def tool(self) -> Tool:
+        return Tool.from_function(self.query_tables)
+
+    def query_tables(self, sql: Sql, cancel: CancelToken) -> str:
+        """Run an SQL query (SQLite) on the data files: filter, count, sum, average or join rows. Each CSV
+        file is a table, as is each JSON file that holds a list of records, and each folder of CSV files
+        with the same columns (its column file tells which file a row is from)."""
+        tables = data_tables(self.workspace)
+        if not tables:
+            raise ToolError(
+                "There are no CSV files, and no JSON files with a list of records, in the workspace, so "
+                "there are no tables to query."
+            )
+        query = _quote_paths(sql.strip().rstrip(";"), [table.name for table in tables])
+        connection = sqlite3.connect(":memory:")
+        try:
+            self._load(connection, [table for table in tables if _mentions(query, table)])
+            connection.execute("PRAGMA query_only = ON")
+            deadline = time.monotonic() + QUERY_SECONDS
+            connection.set_progress_handler(
+                lambda: int(cancel.cancelled or time.monotonic() > deadline), _PROGRESS_EVERY
+            )
+            try:
+                cursor = connection.execute(query)
+                rows = cursor.fetchmany(ROWS_SHOWN + 1)
+            except sqlite3.Error as error:
+                if str(error) == "interrupted":
+                    cancel.raise_if_cancelled()
+                    raise ToolError(f"The query ran over {QUERY_SECONDS:g} s and was stopped.") from None
+                problem = str(error).rstrip(".")
+                described = "; ".join(table.described() for table in tables[:TABLES_DESCRIBED])
+                other_files = ""
+                if problem.startswith("no such table"):
+                    other_files = " Other files are no tables: read them with read_file."
+                raise ToolError(
+                    f"SQL error: {problem}. Tables and their columns: {described}.{other_files}"
+                ) from None
+            columns = [column[0] for column in cursor.description or []]
+        finally:
+            connection.close()
+        return _shown(columns, rows)
+
+    def _load(self, connection: sqlite3.Connection, tables: Iterable[Table]) -> None:
+        taken: set[str] = set()
+        for table in tables:
+            rows: list[list[str]] = []
+            for path in table.files:
+                _, records = _read_records(self.workspace, path)
+                rows.extend([path, *record] if table.is_folder else record for record in records)
+            width = len(table.header)
+            kinds = [_column_kind(row[index] for row in rows) for index in range(width)]
+            columns = ", ".join(
+                f"{_quoted(name)} {kind}" for name, kind in zip(table.header, kinds, strict=True)
+            )
+            connection.execute(f"CREATE TABLE {_quoted(table.name)} ({columns})")
+            connection.executemany(
+                f"INSERT INTO {_quoted(table.name)} VALUES ({', '.join('?' * width)})",
+                ([_value(cell, kind) for cell, kind in zip(row, kinds, strict=True)] for row in rows),
+            )
+            for alias in table.names()[1:]:
+                if alias.lower() not in taken:
+                    taken.add(alias.lower())
+                    connection.execute(f"CREATE VIEW {_quoted(alias)} AS SELECT * FROM {_quoted(table.name)}")
+
+
+def _read_records(
+    workspace: Workspace, path: str, *, header_only: bool = False
+) -> tuple[list[str], list[list[str]]]:
+    """A data file's column names and rows, every cell as text ('' for none); with `header_only`, a
+    CSV file's column names are read from its start alone."""
+    real = workspace.resolve(path)
+    try:
+        status = real.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise ToolError(f"{path} is not a regular file.")
+        if status.st_size > DATA_BYTES_LIMIT:
+            raise ToolError(
+                f"{path} is larger than {DATA_BYTES_LIMIT // 1_000_000} MB; it cannot be queried."
+            )
+        is_json = path.lower().endswith(".json")
+        with real.open(encoding="utf-8-sig", errors="replace", newline="") as file:
+            text = file.read(HEADER_CHARS if header_only and not is_json else -1)
+    except OSError as error:
+        raise ToolError(f"Cannot read {path}: {error.strerror}.") from None
+    return _json_records(path, text) if is_json else _csv_records(path, text)
+
+
+def _csv_records(path: str, text: str) -> tuple[list[str], list[list[str]]]:
+    first_line = text.split("\n", 1)[0]
+    # The header tells the delimiter; csv.Sniffer guesses wrong on rows of uneven length.
+    delimiter = max(",;\t|", key=first_line.count)
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    records = [row for row in reader if any(cell.strip() for cell in row)]
+    if not records:
+        raise ToolError(f"{path} is empty; it has no column names to query.")
+    header = _column_names(records[0])
+    width = len(header)
+    return header, [[cell.strip() for cell in (row + [""] * width)[:width]] for row in records[1:]]
+
+
+def _json_records(path: str, text: str) -> tuple[list[str], list[list[str]]]:
+    """The records of a JSON file: a list of objects, or the one list of objects in an object."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ToolError(f"{path} is not valid JSON.") from None
+    if isinstance(data, dict):
+        lists = [value for value in data.values() if _is_records(value)]
+        data = lists[0] if len(lists) == 1 else None
+    if not _is_records(data):
+        raise ToolError(f"{path} does not hold a list of records.")
+    keys = list(dict.fromkeys(key for record in data for key in record))
+    return _column_names(keys), [[_json_cell(record.get(key)) for key in keys] for record in data]
+
+
+def _is_records(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(item, dict) for item in value)
+
+
+def _json_cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _column_names(cells: list[str]) -> list[str]:
+    names: list[str] = []
+    for index, cell in enumerate(cells, start=1):
+        name = cell.strip() or f"column{index}"
+        while name.lower() in (taken.lower() for taken in names):
+            name = f"{name}_{index}"
+        names.append(name)
+    return names
+
+
+def _column_kind(cells: Iterable[str]) -> str:
+    values = [cell for cell in cells if cell != ""]
+    if values and all(re.fullmatch(r"[-+]?\d+", value) for value in values):
+        return "INTEGER"
+    if values and all(_is_float(value) for value in values):
+        return "REAL"
+    return "TEXT"
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.lower().strip("+-") not in ("inf", "infinity", "nan")
+
+
+def _value(cell: str, kind: str) -> int | float | str | None:
+    if cell == "":
+        return None
+    return int(cell) if kind == "INTEGER" else float(cell) if kind == "REAL" else cell
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quote_paths(sql: str, paths: list[str]) -> str:
+    """The query with each bare file path quoted: FROM orders/2024-03.csv means the file, where SQLite
+    would read a schema and a table name, or an arithmetic expression."""
+    for path in sorted(paths, key=len, reverse=True):
+        if re.fullmatch(r"[A-Za-z_]\w*", path):
+            continue
+        bare = rf'(?<![\w"\'/.-]){re.escape(path)}(?![\w"\'/.-])'
+        sql = re.sub(bare, _replacement(_quoted(path)), sql)
+    return sql
+
+
+def _replacement(text: str) -> Callable[[re.Match[str]], str]:
+    return lambda _: text
+
+
+def _mentions(sql: str, table: Table) -> bool:
+    return any(
+        re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w/.-])", sql, re.IGNORECASE) for name in table.names()
+    )
+
+
+def _shown(columns: list[str], rows: list[tuple[object, ...]]) -> str:
+    if not rows:
+        return "No rows."
+    more = len(rows) > ROWS_SHOWN
+    lines = [" | ".join(columns)]
+    lines.extend(" | ".join(_cell(value) for value in row) for row in rows[:ROWS_SHOWN])
+    count = f"{len(rows)} row{'s' * (len(rows) > 1)}:"
+    if more:
+        count = f"The first {ROWS_SHOWN} rows (there are more):"
+    return count + "\n" + "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_number(value)
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= CELL_CHARS else text[:CELL_CHARS] + "…"
