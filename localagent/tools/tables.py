@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 import sqlite3
 import stat
@@ -24,6 +23,7 @@ from pydantic import Field
 from localagent.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.calculator import format_number
+from localagent.tools.files import workspace_paths
 from localagent.tools.workspace import Workspace
 
 DATA_FILE_LIMIT = 100  # data files a workspace may offer as tables
@@ -35,8 +35,8 @@ ROWS_SHOWN = 50
 CELL_CHARS = 200
 QUERY_SECONDS = 5.0  # a query that runs longer (a huge cross join, say) is stopped
 _PROGRESS_EVERY = 10_000  # SQLite virtual-machine steps between checks of the clock and Ctrl-C
-_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
 _SUFFIXES = (".csv", ".json")
+_PLAIN_NAME = re.compile(r"[A-Za-z_]\w*")  # a table name SQL takes without quotes
 
 Sql = Annotated[
     str,
@@ -64,7 +64,7 @@ class Table:
         """Its path, and its file name without the extension when that is a plain SQL name
         (products.csv: products; orders/: orders)."""
         stem = Path(self.name).name if self.is_folder else Path(self.name).stem
-        return [self.name, stem] if stem != self.name and re.fullmatch(r"[A-Za-z_]\w*", stem) else [self.name]
+        return [self.name, stem] if stem != self.name and _PLAIN_NAME.fullmatch(stem) else [self.name]
 
     def described(self) -> str:
         what = f"; the {len(self.files)} files of {self.name}/ in one" if self.is_folder else ""
@@ -95,19 +95,8 @@ def data_tables(workspace: Workspace) -> list[Table]:
 
 
 def _data_files(workspace: Workspace) -> list[str]:
-    found: list[str] = []
-    seen = 0
-    for current, dirnames, filenames in os.walk(workspace.root):
-        dirnames[:] = sorted(name for name in dirnames if name[0] != "." and name not in _SKIPPED_DIRS)
-        found.extend(
-            workspace.relative(Path(current, name))
-            for name in sorted(filenames)
-            if name[0] != "." and name.lower().endswith(_SUFFIXES)
-        )
-        seen += len(filenames)
-        if len(found) >= DATA_FILE_LIMIT or seen >= WALK_FILE_LIMIT:
-            break
-    return sorted(found[:DATA_FILE_LIMIT])
+    _, files = workspace_paths(workspace, WALK_FILE_LIMIT)
+    return sorted([path for path in files if path.lower().endswith(_SUFFIXES)][:DATA_FILE_LIMIT])
 
 
 class TableQuery:
@@ -288,7 +277,7 @@ def _quote_paths(sql: str, paths: list[str]) -> str:
     """The query with each bare file path quoted: FROM orders/2024-03.csv means the file, where SQLite
     would read a schema and a table name, or an arithmetic expression."""
     for path in sorted(paths, key=len, reverse=True):
-        if re.fullmatch(r"[A-Za-z_]\w*", path):
+        if _PLAIN_NAME.fullmatch(path):
             continue
         bare = rf'(?<![\w"\'/.-]){re.escape(path)}(?![\w"\'/.-])'
         sql = re.sub(bare, _replacement(_quoted(path)), sql)
@@ -308,13 +297,13 @@ def _mentions(sql: str, table: Table) -> bool:
 def _shown(columns: list[str], rows: list[tuple[object, ...]]) -> str:
     if not rows:
         return "No rows."
-    more = len(rows) > ROWS_SHOWN
-    lines = [" | ".join(columns)]
-    lines.extend(" | ".join(_cell(value) for value in row) for row in rows[:ROWS_SHOWN])
-    count = f"{len(rows)} row{'s' * (len(rows) > 1)}:"
-    if more:
+    if len(rows) > ROWS_SHOWN:
         count = f"The first {ROWS_SHOWN} rows (there are more):"
-    return count + "\n" + "\n".join(lines)
+    else:
+        count = f"{len(rows)} row{'s' * (len(rows) > 1)}:"
+    lines = [count, " | ".join(columns)]
+    lines.extend(" | ".join(_cell(value) for value in row) for row in rows[:ROWS_SHOWN])
+    return "\n".join(lines)
 
 
 def _cell(value: object) -> str:
