@@ -55,6 +55,14 @@ class DecodeStats:
     token_seconds: list[float] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class KvSnapshot:
+    """What the KV cache held for `tokens`, as llama.cpp saves one sequence's state."""
+
+    tokens: tuple[int, ...]
+    data: bytes
+
+
 @dataclass
 class Generation:
     text: str
@@ -74,6 +82,8 @@ class LlamaSession:
         self._pieces: dict[int, bytes] = {}
         self._piece_buffer = ctypes.create_string_buffer(512)
         self._bitmask = allocate_token_bitmask(1, self.n_vocab)
+        # The snapshot a new conversation starts from (its fixed prefix), kept for the next one.
+        self.start_snapshot: KvSnapshot | None = None
 
     def tokenize(self, text: str, *, bos: bool, special: bool = False) -> list[int]:
         """Tokens for text; `special` reads markers like <start_of_turn> as control tokens."""
@@ -100,6 +110,44 @@ class LlamaSession:
             return 0
         same = np.asarray(tokens[:limit], dtype=held.dtype) == held[:limit]
         return limit if same.all() else int(np.argmin(same))
+
+    def snapshot(self) -> KvSnapshot:
+        size = llama_cpp.llama_state_seq_get_size(self.llama.ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(self.llama.ctx, buffer, size, 0)
+        if written == 0:
+            raise BackendError("llama.cpp could not save the KV cache's state")
+        return KvSnapshot(
+            tuple(int(t) for t in self.llama.input_ids[: self.llama.n_tokens]), bytes(buffer)[:written]
+        )
+
+    def load(self, snapshot: KvSnapshot) -> bool:
+        """Make an empty KV cache hold the snapshot; False (and an empty cache) when llama.cpp refuses it."""
+        llama, data = self.llama, snapshot.data
+        llama.n_tokens = 0
+        llama._ctx.kv_cache_clear()
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if llama_cpp.llama_state_seq_set_data(llama.ctx, buffer, len(data), 0) != len(data):
+            llama._ctx.kv_cache_clear()
+            return False
+        llama.input_ids[: len(snapshot.tokens)] = snapshot.tokens
+        llama.n_tokens = len(snapshot.tokens)
+        return True
+
+    def evaluate_alone(self, tokens: Sequence[int]) -> KvSnapshot:
+        """The snapshot of `tokens` evaluated from an empty KV cache, which then holds it as loaded.
+
+        A cache that held other tokens before would split the batches otherwise, and llama.cpp's
+        numbers depend on the split. Loading the snapshot back matters for a model with sliding-window
+        layers: it keeps a loaded prefix in other cells than an evaluated one, which changes what follows.
+        """
+        self.llama.n_tokens = 0
+        self.llama._ctx.kv_cache_clear()
+        self.prefill(tokens)
+        snapshot = self.snapshot()
+        if not self.load(snapshot):
+            raise BackendError("llama.cpp could not load the KV cache's state it had just saved")
+        return snapshot
 
     def prefill(self, tokens: Sequence[int]) -> int:
         """Make the KV cache hold `tokens`, the last one's logits ready; return how many were evaluated."""

@@ -119,7 +119,7 @@ class LocalGenerator:
         stops: Sequence[str] = (),
     ) -> Reply:
         prompt_tokens = self._reuse.tokens_for(prompt)
-        warmed = self._warm_fixed_prefix(prompt_tokens.fixed)
+        warmed = self._start_conversation(prompt_tokens.fixed)
         generation, decoder = self._generate(prompt_tokens.tokens, grammar, cancel, on_text, stops)
         # The KV cache holds the prompt and, from the own loop (not GBNF's), exactly the reply's tokens.
         self._reuse.hold(prompt.text, prompt_tokens.tokens, generation.tokens)
@@ -158,18 +158,25 @@ class LocalGenerator:
                 return generation, "llguidance"
         return self.session.generate_stock(prompt, gbnf=grammar.gbnf, on_text=on_text, **common), "gbnf"
 
-    def _warm_fixed_prefix(self, tokens: list[int]) -> int:
-        """Unless the KV cache holds the fixed prefix, load its snapshot, or evaluate and save it.
+    def _start_conversation(self, tokens: list[int]) -> int:
+        """Start from the prompt's fixed prefix alone, loaded from its snapshot, whatever the KV cache
+        held before: a conversation's replies then do not depend on the ones before it, in this
+        process or in the one that saved the snapshot. The snapshot comes from memory, else from
+        disk, else the prefix is evaluated from an empty cache and its snapshot saved.
 
-        The cache may hold another conversation (the worked answer's, or another run's on a server);
-        loading the snapshot then beats evaluating the rest of the instructions again.
-
-        Returns how many tokens this evaluated (0 when the snapshot was loaded).
+        Returns how many tokens this evaluated.
         """
-        if self.prompt_cache is None or not tokens or self.session.cached_prefix(tokens) == len(tokens):
+        if not tokens:
             return 0
-        if self.prompt_cache.restore(self.session, tokens):
-            return 0
-        evaluated = self.session.prefill(tokens)
-        self.prompt_cache.store(self.session, tokens)
+        session, cache = self.session, self.prompt_cache
+        snapshot = session.start_snapshot
+        if snapshot is None or snapshot.tokens != tuple(tokens):
+            snapshot = cache.read(session, tokens) if cache else None
+        evaluated = 0
+        if snapshot is None or not session.load(snapshot):
+            snapshot = session.evaluate_alone(tokens)
+            evaluated = len(tokens)
+            if cache is not None:
+                cache.write(session, snapshot)
+        session.start_snapshot = snapshot
         return evaluated

@@ -7,20 +7,21 @@ file, the context size, the llama-cpp-python version and the exact tokens.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import llama_cpp
 import numpy as np
 
-from localagent.backends.decoding import LlamaSession
+from localagent.backends.decoding import KvSnapshot, LlamaSession
 from localagent.backends.llama_runtime import model_identity
 
 _KEEP = 8  # snapshots kept; the oldest go first
 _SUFFIX = ".kv"
+# Part of every key. Version 1 saved the prefix as the cache held it, which could have been evaluated
+# after another conversation, so its numbers differed slightly from the prefix's own.
+_VERSION = 2
 
 
 class PromptCache:
@@ -29,44 +30,26 @@ class PromptCache:
         self._model_identity = model_identity(model_path)
 
     def key(self, session: LlamaSession, tokens: Sequence[int]) -> str:
-        digest = hashlib.sha256(f"{self._model_identity}|{session.n_ctx}".encode())
+        digest = hashlib.sha256(f"{_VERSION}|{self._model_identity}|{session.n_ctx}".encode())
         digest.update(np.asarray(tokens, dtype=np.int32).tobytes())
         return digest.hexdigest()[:32]
 
-    def restore(self, session: LlamaSession, tokens: Sequence[int]) -> bool:
-        """Load the snapshot for `tokens` into an empty KV cache; False when there is none or it fails."""
+    def read(self, session: LlamaSession, tokens: Sequence[int]) -> KvSnapshot | None:
         path = self.directory / (self.key(session, tokens) + _SUFFIX)
         try:
             data = path.read_bytes()
+            path.touch()
         except OSError:
-            return False
-        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        llama = session.llama
-        llama.n_tokens = 0
-        llama._ctx.kv_cache_seq_rm(-1, 0, -1)  # start from an empty cache
-        if llama_cpp.llama_state_seq_set_data(llama.ctx, buffer, len(data), 0) != len(data):
-            llama._ctx.kv_cache_seq_rm(-1, 0, -1)  # a partial load is no load
-            return False
-        llama.input_ids[: len(tokens)] = tokens
-        llama.n_tokens = len(tokens)
-        path.touch()
-        return True
+            return None
+        return KvSnapshot(tuple(tokens), data)
 
-    def store(self, session: LlamaSession, tokens: Sequence[int]) -> None:
-        """Save the KV cache, which must hold exactly `tokens`; a failure to write is not an error."""
-        llama = session.llama
-        if list(llama.input_ids[: llama.n_tokens]) != list(tokens):
-            return
-        size = llama_cpp.llama_state_seq_get_size(llama.ctx, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(llama.ctx, buffer, size, 0)
-        if written == 0:
-            return
-        target = self.directory / (self.key(session, tokens) + _SUFFIX)
+    def write(self, session: LlamaSession, snapshot: KvSnapshot) -> None:
+        """Save the snapshot; a failure to write is not an error."""
+        target = self.directory / (self.key(session, snapshot.tokens) + _SUFFIX)
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            partial.write_bytes(bytes(buffer)[:written])
+            partial.write_bytes(snapshot.data)
             partial.replace(target)
             self._prune()
         except OSError:
