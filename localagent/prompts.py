@@ -318,6 +318,10 @@ def steps_left(count: int) -> str | None:
     return f"[{count} steps left]"
 
 
+def answer_now(question: str) -> str:
+    return f"The question to answer now: {question}"
+
+
 ELIDED_OBSERVATION = "[older observation elided to fit the context window]"
 
 # --- tool errors ---

@@ -161,6 +161,8 @@ class Runner:
             tool_messages = executor.run_step(result.requests, cancel)
             if tool_messages:
                 tool_messages[-1] = _with_steps_left(tool_messages[-1], max_steps - state.steps)
+                if executor.tools_off or max_steps - state.steps == 1:
+                    tool_messages[-1] = _with_question(tool_messages[-1], prompts.question_of(state.task))
             for message in tool_messages:
                 self._append(state, message)
             cancel.raise_if_cancelled()
@@ -278,6 +280,12 @@ def _refused(request: ToolRequest) -> ToolMessage:
 def _with_steps_left(message: ToolMessage, steps_left: int) -> ToolMessage:
     note = prompts.steps_left(steps_left)
     return message if note is None else message.model_copy(update={"content": f"{message.content}\n{note}"})
+
+
+def _with_question(message: ToolMessage, question: str) -> ToolMessage:
+    """Before a reply with tools off: the question again, which a long run of results buried."""
+    note = prompts.answer_now(question)
+    return message.model_copy(update={"content": f"{message.content}\n{note}"})
 
 
 def _last_answer(messages: Sequence[Message]) -> str:

@@ -164,7 +164,9 @@ def test_the_last_step_turns_tools_off_and_the_model_answers(script: Script) -> 
     result = run(script, max_steps=2)
     assert (result.status, result.answer) == ("final", "5")
     assert script.tool_choices() == ["auto", "none"]
-    assert tool_messages(result.messages)[0].content.endswith("Give your final answer next.]")
+    assert tool_messages(result.messages)[0].content.endswith(
+        "Give your final answer next.]\nThe question to answer now: What is 2 + 3?"
+    )
 
 
 def test_calls_at_the_last_step_are_refused_and_the_run_ends_at_max_steps(script: Script) -> None:

@@ -23,7 +23,7 @@ from localagent.messages import (
     Usage,
     UserMessage,
 )
-from localagent.prompts import REPEATED_AGAIN
+from localagent.prompts import REPEATED_AGAIN, answer_now, first_task
 from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
 from localagent.runner import Runner, RunnerSettings
 from localagent.tools.base import Tool, ToolError
@@ -164,7 +164,7 @@ def test_two_steps_in_a_row_of_only_repeated_calls_turn_tools_off_for_the_next_r
     same = action("add", '{"a": 1, "b": 2}')
     result, turn, _ = run([same, same, same, answer("3")])
     assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto", "none"]
-    assert tool_messages(result.messages)[2].content == f"3\n{REPEATED_AGAIN}"
+    assert tool_messages(result.messages)[2].content == f"3\n{REPEATED_AGAIN}\n{answer_now('task')}"
     assert result.status == "final"
 
 
@@ -235,9 +235,25 @@ def test_last_step_runs_with_tool_choice_none_and_steps_left_are_announced() -> 
         [action("add", '{"a": 1, "b": 1}'), action("add", '{"a": 1, "b": 2}'), answer("3")], max_steps=3
     )
     assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "none"]
-    notes = [m.content.splitlines()[-1] for m in tool_messages(result.messages)]
-    assert notes == ["[2 steps left]", "[1 step left: tools are off for it. Give your final answer next.]"]
+    first, last = (m.content.splitlines() for m in tool_messages(result.messages))
+    assert first == ["2", "[2 steps left]"]
+    assert last == [
+        "3",
+        "[1 step left: tools are off for it. Give your final answer next.]",
+        answer_now("task"),
+    ]
     assert (result.status, result.answer) == ("final", "3")
+
+
+def test_the_question_comes_again_without_the_workspace_view_before_tools_go_off() -> None:
+    turn = ScriptedTurn([action("add", '{"a": 1, "b": 1}'), answer("2")])
+    task = first_task("What is 1 + 1?", "notes.txt: buy milk")
+    result = Runner(turn, TOOLS, RunnerSettings(max_steps=2)).run(
+        [SystemMessage(content="s"), UserMessage(content=task)]
+    )
+    [observation] = tool_messages(result.messages)
+    assert observation.content.endswith(f"\n{answer_now('What is 1 + 1?')}")
+    assert turn.calls[1].tool_choice == "none"
 
 
 def test_tool_call_at_the_last_step_gets_one_retry_then_max_steps() -> None:
