@@ -160,9 +160,11 @@ class Runner:
                 continue
             tool_messages = executor.run_step(result.requests, cancel)
             if tool_messages:
-                tool_messages[-1] = _with_steps_left(tool_messages[-1], max_steps - state.steps)
+                tool_messages[-1] = _with_note(tool_messages[-1], prompts.steps_left(max_steps - state.steps))
                 if executor.tools_off or max_steps - state.steps == 1:
-                    tool_messages[-1] = _with_question(tool_messages[-1], prompts.question_of(state.task))
+                    # Before a reply with tools off: the question again, which a long run of results buried.
+                    question = prompts.question_of(state.task)
+                    tool_messages[-1] = _with_note(tool_messages[-1], prompts.answer_now(question))
             for message in tool_messages:
                 self._append(state, message)
             cancel.raise_if_cancelled()
@@ -277,15 +279,8 @@ def _refused(request: ToolRequest) -> ToolMessage:
     return ToolMessage(request_id=request.id, name=request.name, content=prompts.WRAP_UP_RETRY, is_error=True)
 
 
-def _with_steps_left(message: ToolMessage, steps_left: int) -> ToolMessage:
-    note = prompts.steps_left(steps_left)
+def _with_note(message: ToolMessage, note: str | None) -> ToolMessage:
     return message if note is None else message.model_copy(update={"content": f"{message.content}\n{note}"})
-
-
-def _with_question(message: ToolMessage, question: str) -> ToolMessage:
-    """Before a reply with tools off: the question again, which a long run of results buried."""
-    note = prompts.answer_now(question)
-    return message.model_copy(update={"content": f"{message.content}\n{note}"})
 
 
 def _last_answer(messages: Sequence[Message]) -> str:
