@@ -151,14 +151,22 @@ class LlamaSession:
 
     def prefill(self, tokens: Sequence[int]) -> int:
         """Make the KV cache hold `tokens`, the last one's logits ready; return how many were evaluated."""
+        evaluated = self._prefill_all_but_last(tokens)
+        self._eval(tokens[-1:])
+        return evaluated
+
+    def _prefill_all_but_last(self, tokens: Sequence[int]) -> int:
+        """Make the KV cache hold all of `tokens` but the last; return how many `prefill` evaluates.
+
+        The last token is always evaluated in a batch of its own (with the tokens a grammar forces
+        right after it), so its logits come from a live decode and do not depend on how the rest was
+        batched: the same prompt and seed give the same output.
+        """
         if len(tokens) >= self.n_ctx:
             raise BackendError(f"the prompt has {len(tokens)} tokens; the context window holds {self.n_ctx}")
-        # The last token is always evaluated on its own, so its logits come from a live decode and do
-        # not depend on how the rest was batched: the same prompt and seed give the same output.
         reuse = min(self.cached_prefix(tokens), len(tokens) - 1)
         self.llama.n_tokens = reuse
         self._eval(tokens[reuse:-1])
-        self._eval(tokens[-1:])
         return len(tokens) - reuse
 
     def _eval(self, tokens: Sequence[int]) -> None:
@@ -188,13 +196,12 @@ class LlamaSession:
         Generation also ends where the text first shows one of the `stop` strings; the text is cut
         before it (its tokens stay in the KV cache, which compares token by token anyway).
 
-        A callable `matcher` is called once the prompt is evaluated, so whatever it waits for (the
-        tokenizer, built in the background on first use) overlaps with the evaluation.
+        A callable `matcher` is called once the prompt (all but its last token) is evaluated, so
+        whatever it waits for (the tokenizer, built in the background on first use) overlaps with it.
         """
         stats = DecodeStats(prompt_tokens=len(prompt))
         started = time.perf_counter()
-        stats.evaluated_prompt_tokens = self.prefill(prompt)
-        stats.prefill_seconds = time.perf_counter() - started
+        stats.evaluated_prompt_tokens = self._prefill_all_but_last(prompt)
         if callable(matcher):
             matcher = matcher()
         rng = np.random.default_rng(sampling.seed)
@@ -202,6 +209,15 @@ class LlamaSession:
         reason: StopReason = "length"
         room = min(max_tokens, self.n_ctx - len(prompt) - 1)
         loop_checked_from, escapes_left = 0, _LOOP_ESCAPES
+        # Tokens the KV cache does not hold yet. The tokens the grammar forces are evaluated in one
+        # batch with the token before them (the prompt's last, or a sampled one): one model step
+        # instead of two. The reply's first choice can be made once the prompt's batch is evaluated.
+        pending = list(prompt[-1:])
+        if matcher is not None and fast_forward:
+            _fast_forward(matcher, pending, output, stats, room)
+        self._eval(pending)
+        pending = []
+        stats.prefill_seconds = time.perf_counter() - started
         while len(output.tokens) < room:
             step_started = time.perf_counter()
             if cancel is not None and cancel.cancelled:
@@ -210,15 +226,11 @@ class LlamaSession:
             if matcher is not None and matcher.is_stopped():
                 reason = "end"
                 break
-            if matcher is not None and fast_forward:
-                forced = matcher.compute_ff_tokens()[: room - len(output.tokens)]
-                if forced:
-                    _consume(matcher, forced)
-                    self._eval(forced)
-                    output.add(forced)
-                    stats.fast_forwarded_tokens += len(forced)
-                    stats.token_seconds.append((time.perf_counter() - step_started) / len(forced))
-                    continue
+            if matcher is not None and fast_forward and _fast_forward(matcher, pending, output, stats, room):
+                continue
+            if pending:
+                self._eval(pending)
+                pending = []
             logits = self._logits()
             if matcher is not None:
                 mask_started = time.perf_counter()
@@ -235,31 +247,33 @@ class LlamaSession:
                 break
             if matcher is not None:
                 _consume(matcher, [token])
-            self._eval([token])
+            pending.append(token)
             output.add([token])
             stats.token_seconds.append(time.perf_counter() - step_started)
             if stop and output.cut_at(stop):
                 reason = "end"
                 break
             if is_looping(output.tokens, since=loop_checked_from):
-                if escapes_left and matcher is not None and self._end_line(matcher, output):
+                if escapes_left and matcher is not None and self._end_line(matcher, output, pending):
                     escapes_left -= 1
                     loop_checked_from = len(output.tokens)
                     continue
                 reason = "loop"
                 break
+        if pending:  # the KV cache holds the whole reply, for the next step's prefix reuse
+            self._eval(pending)
         stats.generated_tokens = len(output.tokens)
         stats.generate_seconds = time.perf_counter() - started - stats.prefill_seconds
         return Generation(output.finish(), output.tokens, reason, stats)
 
-    def _end_line(self, matcher: LLMatcher, output: _TextAccumulator) -> bool:
+    def _end_line(self, matcher: LLMatcher, output: _TextAccumulator, pending: list[int]) -> bool:
         """End a looping line where the grammar lets it end: a runaway thought ("1.6000000…") then
         moves on to its action instead of being cut off. False when the grammar wants more first."""
         newline = self.tokenize("\n", bos=False)
         if len(newline) != 1 or matcher.validate_tokens(newline) != 1:
             return False
         _consume(matcher, newline)
-        self._eval(newline)
+        pending.extend(newline)
         output.add(newline)
         return True
 
@@ -373,6 +387,21 @@ def is_looping(tokens: Sequence[int], span: int = 48, longest_period: int = 16, 
         all(tail[index] == tail[index - period] for index in range(period, span))
         for period in range(1, longest_period + 1)
     )
+
+
+def _fast_forward(
+    matcher: LLMatcher, pending: list[int], output: _TextAccumulator, stats: DecodeStats, room: int
+) -> bool:
+    """Add the tokens the grammar forces now to the reply and to `pending`; True when the reply needs
+    no model step after them (the grammar is done, or the reply is at its limit)."""
+    forced = matcher.compute_ff_tokens()[: room - len(output.tokens)]
+    if not forced:
+        return False
+    _consume(matcher, forced)
+    pending.extend(forced)
+    output.add(forced)
+    stats.fast_forwarded_tokens += len(forced)
+    return len(output.tokens) >= room or matcher.is_stopped()
 
 
 def _consume(matcher: LLMatcher, tokens: Sequence[int]) -> None:
