@@ -56,6 +56,12 @@ def worked_answer_request(question: str, found: Sequence[str]) -> str:
     )
 
 
+def direct_answer_request(question: str, found: Sequence[str]) -> str:
+    """The tie-breaker when the first and the worked answer disagree: the same findings, no steps."""
+    asked = f"Using only the text above, answer this question: {question}\nAnswer in one sentence."
+    return "\n\n".join(found) + "\n\n" + asked
+
+
 # --- the text-tag (ReAct) format ---
 
 

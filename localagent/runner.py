@@ -226,14 +226,37 @@ class Runner:
             return self._kept_draft(draft, str(error))
         self._count_turn(state, "final", started, reply.usage)
         text = reply.content if isinstance(reply, Final) else ""
-        answer = worked_answer.answer_of(text)
-        if answer is None or not worked_answer.works_out(answer, draft, found, question):
-            answer = draft
+        worked = worked_answer.answer_of(text)
+        answer, direct = draft, None
+        if worked is None:
+            pass
+        elif worked_answer.works_out(worked, draft, found, question):
+            answer = worked
+        elif not worked_answer.agree(worked, draft, question):
+            direct = self._direct_answer(state, question, found, cancel)
+            if direct is not None and worked_answer.outvoted(draft, worked, direct, question):
+                answer = worked
         if self.transcript:
-            self.transcript.write_note("worked_answer", draft=draft, reply=text, answer=answer)
+            self.transcript.write_note("worked_answer", draft=draft, reply=text, direct=direct, answer=answer)
         if answer != draft:
             state.messages[-1] = state.messages[-1].model_copy(update={"content": answer})
         return answer
+
+    def _direct_answer(
+        self, state: _RunState, question: str, found: Sequence[str], cancel: CancelToken
+    ) -> str | None:
+        """The tie-breaker between a first and a worked answer that disagree; None when it failed."""
+        turn = plain_turn(self.turn)
+        assert turn is not None
+        started = time.monotonic()
+        try:
+            reply = turn(worked_answer.direct_request(question, found), [], "none", cancel, self._emit)
+        except (RecoverableTurnError, BackendError):
+            self._count_turn(state, "format_error", started, None)
+            return None
+        self._count_turn(state, "final", started, reply.usage)
+        text = reply.content.strip() if isinstance(reply, Final) else ""
+        return text or None
 
     def _kept_draft(self, draft: str, problem: str) -> str:
         if self.transcript:

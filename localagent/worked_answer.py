@@ -39,6 +39,13 @@ def request(question: str, found: Sequence[str]) -> list[Message]:
     ]
 
 
+def direct_request(question: str, found: Sequence[str]) -> list[Message]:
+    return [
+        SystemMessage(content=prompts.WORKED_ANSWER_SYSTEM),
+        UserMessage(content=prompts.direct_answer_request(question, found)),
+    ]
+
+
 def answer_of(reply: str) -> str | None:
     """The reply's answer: after its last 'Answer:' line, or the whole reply when it is one line (as
     in the text-tag format, whose final answer is just that). Steps without an answer give None:
@@ -120,3 +127,49 @@ _NUMBER_WORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE)
 
 def _number_words(text: str) -> set[float]:
     return {float(_WORDS.index(word.lower())) for word in _NUMBER_WORD.findall(text)}
+
+
+# Words that carry no fact of an answer; what the question says carries none either.
+_FILLER_WORDS = (
+    "the a an and or of in on at to is are was were be it its this that for with by from as not no any "
+    "there their which what who how many much does do did i my me you your will would can could should "
+    "has have had into than then so but if one all"
+)
+_FILLER = frozenset(_FILLER_WORDS.split())
+_WORD = re.compile(r"[^\W_](?:[\w.@/-]*\w)?")
+_ABSENT = re.compile(r"\b(not|no|none|nothing|cannot|can't|couldn't|doesn't|isn't|never)\b", re.IGNORECASE)
+
+
+def facts(answer: str, question: str) -> tuple[set[float], set[str]]:
+    """What an answer says beyond the question: its numbers, and its words that are not filler."""
+    asked = {word.lower() for word in _WORD.findall(question)}
+    words = {word.lower() for word in _WORD.findall(answer)} - asked - _FILLER
+    return _numbers(answer) - _numbers(question), {word for word in words if not _NUMBER.fullmatch(word)}
+
+
+def agree(first: str, second: str, question: str) -> bool:
+    """Whether two answers say the same: the same numbers, and words of which one holds the other's
+    or that mostly overlap ("Olu" and "Olu is printing them"; not "64.00" and "256.00")."""
+    (numbers, words), (other_numbers, other_words) = facts(first, question), facts(second, question)
+    if numbers != other_numbers:
+        return False
+    if not words or not other_words or words <= other_words or other_words <= words:
+        return True
+    return len(words & other_words) >= 0.5 * len(words | other_words)
+
+
+def says_absent(answer: str, question: str) -> bool:
+    """Whether an answer says something is not there, in words the question does not use itself."""
+    asked = {word.lower() for word in _ABSENT.findall(question)}
+    return any(word.lower() not in asked for word in _ABSENT.findall(answer))
+
+
+def outvoted(draft: str, worked: str, direct: str, question: str) -> bool:
+    """Whether the worked answer replaces the first one by two votes to one: a direct answer from the
+    same findings says what the worked answer says and not what the first one says. A first answer
+    that something is not there stands: asked again, the model finds a near fact instead."""
+    return (
+        agree(direct, worked, question)
+        and not agree(direct, draft, question)
+        and not says_absent(draft, question)
+    )

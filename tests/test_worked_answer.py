@@ -14,7 +14,16 @@ from localagent.runner import Runner, RunnerSettings
 from localagent.tools.base import Tool
 from localagent.transcript import Transcript
 from localagent.turn import plain_turn
-from localagent.worked_answer import answer_in, answer_of, findings, request, works_out
+from localagent.worked_answer import (
+    agree,
+    answer_in,
+    answer_of,
+    findings,
+    outvoted,
+    request,
+    says_absent,
+    works_out,
+)
 
 CONFIG = "workers = 3\npool_size = 12"
 
@@ -83,9 +92,10 @@ def test_a_worked_out_number_replaces_the_first_answer() -> None:
 
 
 def test_an_answer_without_a_new_number_leaves_the_first_one(tmp_path: Path) -> None:
-    result, turn, _ = run(LOOKED_UP, ["The pool size is 12.\nAnswer: 12 connections, 3 workers."], tmp_path)
+    worked = "The pool size is 12.\nAnswer: 12 connections, 3 workers."
+    result, turn, _ = run(LOOKED_UP, [worked, "12 connections"], tmp_path)
     assert result.answer == "12 connections."
-    assert len(turn.plain.calls) == 1
+    assert len(turn.plain.calls) == 2  # they differ, and the tie-breaker sides with the first
     assert '"type": "worked_answer"' in (tmp_path / "run.jsonl").read_text()
 
 
@@ -163,3 +173,53 @@ def test_findings_and_request() -> None:
     assert user.content.startswith("a = 1\n\nb = 2\n\n") and "How much?" in user.content
     assert prompts.question_of(prompts.first_task("How much?", "a.txt: x")) == "How much?"
     assert prompts.question_of("How much?") == "How much?"
+
+
+LISTED = [call("read_config", '{"path": "app.toml"}'), answer("There are 3 settings.")]
+
+
+def test_a_worked_answer_outvotes_the_first_when_a_direct_answer_agrees(tmp_path: Path) -> None:
+    worked = "1. workers\n2. pool_size\nAnswer: There are 2 settings."
+    result, turn, _ = run(LISTED, [worked, "2"], tmp_path)
+    assert result.answer == "There are 2 settings."
+    first, second = turn.plain.calls
+    assert "Think step by step" in first.messages[-1].content
+    assert second.messages[-1].content.endswith("Answer in one sentence.")
+    assert CONFIG in second.messages[-1].content and (second.tool_names, second.tool_choice) == ([], "none")
+    assert '"direct": "2"' in (tmp_path / "run.jsonl").read_text()
+
+
+def test_the_first_answer_stands_when_the_direct_answer_sides_with_it_or_with_neither() -> None:
+    worked = "Answer: There are 2 settings."
+    with_first, turn, _ = run(LISTED, [worked, "3 settings"])
+    assert with_first.answer == "There are 3 settings." and len(turn.plain.calls) == 2
+    neither, _, _ = run(LISTED, [worked, "5"])
+    assert neither.answer == "There are 3 settings."
+    failed, _, _ = run(LISTED, [worked])  # the tie-breaker's turn fails: the first answer stands
+    assert (failed.status, failed.answer) == ("final", "There are 3 settings.")
+
+
+def test_no_tie_breaker_when_the_two_answers_agree() -> None:
+    result, turn, _ = run(LISTED, ["Answer: 3 settings, as the file says."])
+    assert result.answer == "There are 3 settings." and len(turn.plain.calls) == 1
+
+
+def test_answers_agree_on_their_numbers_and_words_beyond_the_question() -> None:
+    question = "How much does the wool blanket cost?"
+    assert agree("The wool blanket costs 64.00.", "$64.00", question)
+    assert not agree("The wool blanket costs 256.00.", "$64.00", question)
+    asked = "Who is printing the flyers?"
+    assert agree("Olu", "Olu is printing the flyers for the plant sale.", asked)
+    assert agree("Aiko Tanaka, Finance", "Finance", asked)  # one holds the other's words
+    assert not agree("Sanna in IT support", "B2.14", "In which room do I pick up my laptop?")
+
+
+def test_a_first_answer_that_something_is_not_there_is_never_outvoted() -> None:
+    question = "How much does the ceramic teapot cost?"
+    assert says_absent("There is no ceramic teapot in the catalogue.", question)
+    assert not says_absent("It costs 27.00.", question)
+    # The question's own negation says nothing about the answer.
+    assert not says_absent("3 files, not counting the tests", "How many files, not counting the tests?")
+    assert not outvoted("There is no teapot.", "It costs 12.00.", "12.00", question)
+    assert outvoted("It costs 27.00.", "It costs 12.00.", "It costs 12.00 now.", question)
+    assert not outvoted("It costs 27.00.", "It costs 12.00.", "27.00", question)
