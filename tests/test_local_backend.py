@@ -203,6 +203,32 @@ def test_greedy_llguidance_loop_equals_the_stock_gbnf_sampler(
         ]
 
 
+def test_forced_tokens_share_a_model_step_with_the_token_before_them(
+    llama_session: LlamaSession, default_tools: list[Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from localagent.backends.guidance import Guidance
+
+    grammar = build_grammar([t.spec for t in default_tools], "auto")
+    prompt = prompt_for("What is in notes.txt?", default_tools, llama_session)
+    batches: list[int] = []
+    evaluate = llama_session.llama.eval
+    monkeypatch.setattr(
+        llama_session.llama, "eval", lambda tokens: (batches.append(len(tokens)), evaluate(tokens))
+    )
+    llama_session.llama.n_tokens = 0  # nothing to reuse: the whole prompt but its last token is one batch
+    fast = llama_session.generate(
+        prompt, max_tokens=80, matcher=Guidance(llama_session).compile(grammar.lark).fresh()
+    )
+    stats = fast.stats
+    sampled = stats.generated_tokens - stats.fast_forwarded_tokens
+    assert stats.fast_forwarded_tokens > 0 and sampled > 0
+    # The prompt but its last token; then the last token with the forced opening; then each sampled
+    # token with whatever the grammar forces after it: no batch of forced tokens alone.
+    assert batches[0] == len(prompt) - 1
+    assert len(batches) == 2 + sampled, batches
+    assert sum(batches[1:]) == 1 + stats.generated_tokens
+
+
 def test_sampling_with_a_seed_is_reproducible_and_grammar_valid(
     llama_session: LlamaSession, default_tools: list[Tool]
 ) -> None:
