@@ -265,7 +265,11 @@ class Agent(ClosesOnExit):
             runner = Runner(
                 turn,
                 self.tools,
-                RunnerSettings(max_steps=self.settings.max_steps, worked_answer=self.settings.worked_answer),
+                RunnerSettings(
+                    max_steps=self.settings.max_steps,
+                    worked_answer=self.settings.worked_answer,
+                    grounding_check=self.settings.grounding_check,
+                ),
                 on_event=on_event,
                 approve=self.approve,
                 transcript=self._transcript,

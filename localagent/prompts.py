@@ -62,6 +62,30 @@ def direct_answer_request(question: str, found: Sequence[str]) -> str:
     return "\n\n".join(found) + "\n\n" + asked
 
 
+# --- the grounding check, after the worked answer (grounding.py) ---
+
+GROUNDING_SYSTEM = "You are a careful assistant."
+
+
+def holds_request(question: str, found: Sequence[str]) -> str:
+    asked = "Does the text above hold what is needed to answer this question? Answer Yes or No."
+    return "\n\n".join(found) + f"\n\nQuestion: {question}\n{asked}"
+
+
+def supports_request(question: str, answer: str, found: Sequence[str]) -> str:
+    asked = "Is the proposed answer stated in, or worked out from, the text above? Answer Yes or No."
+    return "\n\n".join(found) + f"\n\nQuestion: {question}\nProposed answer: {answer}\n{asked}"
+
+
+def bare_request(question: str) -> str:
+    """The question with no files at all: what the model answers from what it knows."""
+    return f"Answer this question in one sentence: {question}"
+
+
+def not_found_answer(question: str) -> str:
+    return f'I could not find that in the files: nothing I read answers "{question}"'
+
+
 # --- the text-tag (ReAct) format ---
 
 

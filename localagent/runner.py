@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from localagent import prompts, worked_answer
+from localagent import grounding, prompts, worked_answer
 from localagent.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.events import (
@@ -52,6 +52,7 @@ class RunnerSettings:
     max_format_errors: int = 3
     parallel_tools: bool = True
     worked_answer: bool = True
+    grounding_check: bool = True
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -152,7 +153,7 @@ class Runner:
                     self._use_wrap_up_retry(state)
                 continue
             if isinstance(result, Final):
-                return _Stop("final", self._worked_answer(state, result.content, cancel))
+                return _Stop("final", self._reviewed_answer(state, result.content, cancel))
             if last:
                 for request in result.requests:
                     self._append(state, _refused(request))
@@ -202,30 +203,32 @@ class Runner:
         self._append(state, assistant_message_for(result))
         return result
 
-    def _worked_answer(self, state: _RunState, draft: str, cancel: CancelToken) -> str:
-        """The answer worked out again from what the tools found (worked_answer.py); else `draft`."""
+    def _reviewed_answer(self, state: _RunState, draft: str, cancel: CancelToken) -> str:
+        """The answer after the worked answer and the grounding check, for a run that looked things up
+        and changed no file; the model's own answer otherwise."""
         run = state.messages[state.first_new :]
         found = worked_answer.findings(run)
-        turn = plain_turn(self.turn)
-        if not self.settings.worked_answer or turn is None or not found or self._changed_files(run):
+        if plain_turn(self.turn) is None or not found or self._changed_files(run):
             return draft
         question = prompts.question_of(state.task)
-        self._emit(
-            TurnStarted(
-                step=state.steps, tool_choice=describe_tool_choice("none"), steps_left=0, worked_answer=True
-            )
+        answer = (
+            self._worked_answer(state, question, found, draft, cancel)
+            if self.settings.worked_answer
+            else draft
         )
-        started = time.monotonic()
-        try:
-            reply = turn(worked_answer.request(question, found), [], "none", cancel, self._emit)
-        except RecoverableTurnError as error:
-            self._count_turn(state, "format_error", started, error.usage)
-            return self._kept_draft(draft, error.feedback)
-        except BackendError as error:  # the run has its answer already: this one is not needed
-            self._count_turn(state, "format_error", started, None)
-            return self._kept_draft(draft, str(error))
-        self._count_turn(state, "final", started, reply.usage)
-        text = reply.content if isinstance(reply, Final) else ""
+        if self.settings.grounding_check and not worked_answer.says_absent(answer, question):
+            answer = self._grounded_answer(state, question, found, answer, cancel)
+        if answer != draft:
+            state.messages[-1] = state.messages[-1].model_copy(update={"content": answer})
+        return answer
+
+    def _worked_answer(
+        self, state: _RunState, question: str, found: Sequence[str], draft: str, cancel: CancelToken
+    ) -> str:
+        """The answer worked out again from what the tools found (worked_answer.py); else `draft`."""
+        text = self._side_reply(state, "worked_answer", worked_answer.request(question, found), cancel)
+        if text is None:
+            return draft
         worked = worked_answer.answer_of(text)
         answer, direct = draft, None
         if worked is None:
@@ -233,35 +236,59 @@ class Runner:
         elif worked_answer.works_out(worked, draft, found, question):
             answer = worked
         elif not worked_answer.agree(worked, draft, question):
-            direct = self._direct_answer(state, question, found, cancel)
-            if direct is not None and worked_answer.outvoted(draft, worked, direct, question):
+            direct = self._side_reply(
+                state, "direct_answer", worked_answer.direct_request(question, found), cancel
+            )
+            if direct and worked_answer.outvoted(draft, worked, direct, question):
                 answer = worked
-        if self.transcript:
-            self.transcript.write_note("worked_answer", draft=draft, reply=text, direct=direct, answer=answer)
-        if answer != draft:
-            state.messages[-1] = state.messages[-1].model_copy(update={"content": answer})
+        self._note("worked_answer", draft=draft, reply=text, direct=direct, answer=answer)
         return answer
 
-    def _direct_answer(
-        self, state: _RunState, question: str, found: Sequence[str], cancel: CancelToken
+    def _grounded_answer(
+        self, state: _RunState, question: str, found: Sequence[str], answer: str, cancel: CancelToken
+    ) -> str:
+        """`answer`, or that the files do not hold it when the model finds it ungrounded (grounding.py)."""
+
+        def ask(messages: list[Message]) -> str | None:
+            return self._side_reply(state, "grounding", messages, cancel, own_format=True)
+
+        grounded, replies = grounding.grounded_answer(question, found, answer, ask)
+        self._note("grounding", draft=answer, **replies, answer=grounded)
+        return grounded
+
+    def _side_reply(
+        self,
+        state: _RunState,
+        purpose: str,
+        messages: list[Message],
+        cancel: CancelToken,
+        own_format: bool = False,
     ) -> str | None:
-        """The tie-breaker between a first and a worked answer that disagree; None when it failed."""
-        turn = plain_turn(self.turn)
+        """The model's reply, without tools, in a conversation of its own: plain text, or in the run's
+        own format (a text-tag turn writes a thought before its answer); None when the turn failed
+        (the run has its answer already: this one is not needed)."""
+        turn = self.turn if own_format else plain_turn(self.turn)
         assert turn is not None
+        if purpose == "worked_answer":
+            choice = describe_tool_choice("none")
+            self._emit(TurnStarted(step=state.steps, tool_choice=choice, steps_left=0, worked_answer=True))
         started = time.monotonic()
         try:
-            reply = turn(worked_answer.direct_request(question, found), [], "none", cancel, self._emit)
-        except (RecoverableTurnError, BackendError):
+            reply = turn(messages, [], "none", cancel, self._emit)
+        except RecoverableTurnError as error:
+            self._count_turn(state, "format_error", started, error.usage)
+            self._note(purpose, error=error.feedback)
+            return None
+        except BackendError as error:
             self._count_turn(state, "format_error", started, None)
+            self._note(purpose, error=str(error))
             return None
         self._count_turn(state, "final", started, reply.usage)
-        text = reply.content.strip() if isinstance(reply, Final) else ""
-        return text or None
+        return reply.content.strip() if isinstance(reply, Final) else ""
 
-    def _kept_draft(self, draft: str, problem: str) -> str:
+    def _note(self, kind: str, **fields: object) -> None:
         if self.transcript:
-            self.transcript.write_note("worked_answer", draft=draft, error=problem)
-        return draft
+            self.transcript.write_note(kind, **fields)
 
     def _changed_files(self, messages: Sequence[Message]) -> bool:
         """Whether the model asked to change a file in these messages: the answer reports an edit."""

@@ -69,6 +69,12 @@ class Settings(BaseModel):
         description="After a run that used tools, let the model work its answer out step by step from "
         "what they found, in one more turn without tools.",
     )
+    grounding_check: bool = Field(
+        True,
+        description="After a run that used tools, ask the model whether what they found holds the "
+        "answer; when it says twice that it does not, and answers otherwise without any files, say that "
+        "the files do not hold it.",
+    )
     tools: str | None = Field(
         None,
         description="Comma-separated tools: built-in names and module:function specs; 'default' means "

@@ -36,6 +36,7 @@ SAMPLE_ARGUMENTS: dict[str, Any] = {
     "tool_names": ["read_file", "list_dir", "search_text"],
     "tool_choice": NamedToolChoice(name="read_file"),
     "detail": "the reply has no answer",
+    "answer": "12 connections.",
     "shapes": "Reply with a tool call.",
     "token_limit": 384,
     "tool_name": "read_file",

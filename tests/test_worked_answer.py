@@ -62,6 +62,7 @@ def answer(text: str) -> str:
 
 def run(items: list, plain_items: list, tmp_path: Path | None = None, **settings) -> tuple:
     turn = PlainScripted(items, plain_items=plain_items)
+    settings.setdefault("grounding_check", False)  # test_grounding.py sets it
     events: list[Event] = []
     transcript = Transcript(tmp_path / "run.jsonl") if tmp_path else None
     runner = Runner(turn, TOOLS, RunnerSettings(**settings), on_event=events.append, transcript=transcript)

@@ -26,6 +26,7 @@ FLAG_SETTINGS = (
     "max_actions",
     "max_steps",
     "worked_answer",
+    "grounding_check",
     "tools",
     "max_tokens",
     "temperature",
