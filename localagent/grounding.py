@@ -2,9 +2,11 @@
 
 Asked for a price, an email or a count that no file holds, a small model answers with the nearest
 fact it read ("The ceramic teapot costs $27.00", the cutting board's price) rather than saying it is
-not there. Asked plainly afterwards, in a conversation of its own, whether the findings hold what
-the question needs, and whether they state or give the answer, the same model most often says No
-to both on those runs and Yes on the runs it got right. A question the model answers from what it
+not there. Asked afterwards, in a conversation of its own, whether the findings hold what the
+question needs, and whether they state or give the answer, the same model most often says No to
+both on those runs and Yes on the runs it got right, when it answers in the run's own format: in
+text tags it writes a thought before its Yes or No. As a plain chat reply it said Yes on nearly
+every run of the task suite. A question the model answers from what it
 knows (the capital of Japan, after a search of the files found nothing) gets two No as well, so the
 answer stands when the model gives the same one with no files at all. Only then does the run answer
 that the files do not say: two No and a different answer without files.

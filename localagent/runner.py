@@ -226,7 +226,7 @@ class Runner:
         self, state: _RunState, question: str, found: Sequence[str], draft: str, cancel: CancelToken
     ) -> str:
         """The answer worked out again from what the tools found (worked_answer.py); else `draft`."""
-        text = self._side_reply(state, "worked_answer", worked_answer.request(question, found), cancel)
+        text = self._side_reply(state, "worked_answer", worked_answer.request(question, found), draft, cancel)
         if text is None:
             return draft
         worked = worked_answer.answer_of(text)
@@ -236,10 +236,9 @@ class Runner:
         elif worked_answer.works_out(worked, draft, found, question):
             answer = worked
         elif not worked_answer.agree(worked, draft, question):
-            direct = self._side_reply(
-                state, "direct_answer", worked_answer.direct_request(question, found), cancel
-            )
-            if direct and worked_answer.outvoted(draft, worked, direct, question):
+            request = worked_answer.direct_request(question, found)
+            direct = self._side_reply(state, "direct_answer", request, draft, cancel) or None
+            if direct is not None and worked_answer.outvoted(draft, worked, direct, question):
                 answer = worked
         self._note("worked_answer", draft=draft, reply=text, direct=direct, answer=answer)
         return answer
@@ -250,7 +249,7 @@ class Runner:
         """`answer`, or that the files do not hold it when the model finds it ungrounded (grounding.py)."""
 
         def ask(messages: list[Message]) -> str | None:
-            return self._side_reply(state, "grounding", messages, cancel, own_format=True)
+            return self._side_reply(state, "grounding", messages, answer, cancel, own_format=True)
 
         grounded, replies = grounding.grounded_answer(question, found, answer, ask)
         self._note("grounding", draft=answer, **replies, answer=grounded)
@@ -261,12 +260,13 @@ class Runner:
         state: _RunState,
         purpose: str,
         messages: list[Message],
+        draft: str,
         cancel: CancelToken,
         own_format: bool = False,
     ) -> str | None:
         """The model's reply, without tools, in a conversation of its own: plain text, or in the run's
-        own format (a text-tag turn writes a thought before its answer); None when the turn failed
-        (the run has its answer already: this one is not needed)."""
+        own format (a text-tag turn writes a thought before its answer); None when the turn failed,
+        noted with the `draft` answer it was about (the run has that already: this one is not needed)."""
         turn = self.turn if own_format else plain_turn(self.turn)
         assert turn is not None
         if purpose == "worked_answer":
@@ -277,11 +277,11 @@ class Runner:
             reply = turn(messages, [], "none", cancel, self._emit)
         except RecoverableTurnError as error:
             self._count_turn(state, "format_error", started, error.usage)
-            self._note(purpose, error=error.feedback)
+            self._note(purpose, draft=draft, error=error.feedback)
             return None
         except BackendError as error:
             self._count_turn(state, "format_error", started, None)
-            self._note(purpose, error=str(error))
+            self._note(purpose, draft=draft, error=str(error))
             return None
         self._count_turn(state, "final", started, reply.usage)
         return reply.content.strip() if isinstance(reply, Final) else ""

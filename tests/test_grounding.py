@@ -57,7 +57,10 @@ def test_a_yes_or_anything_but_no_ends_the_check() -> None:
 def test_a_failed_check_keeps_the_answer(tmp_path: Path) -> None:
     result, _, _ = checked(LOOKED_UP, ["No"], tmp_path)  # the backend fails at the second check
     assert (result.status, result.answer) == ("final", "12 connections.")
-    assert "the script has no output left" in (tmp_path / "run.jsonl").read_text()
+    events = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    failed = [event for event in events if event["type"] == "grounding" and "error" in event]
+    assert [event["draft"] for event in failed] == ["12 connections."]
+    assert "the script has no output left" in failed[0]["error"]
 
 
 def test_no_check_for_an_answer_that_something_is_not_there_a_change_or_when_off() -> None:
