@@ -647,3 +647,12 @@ def test_any_json_is_a_grammar_or_one_schema_error(schema: object) -> None:
         return
     assert check_lark(grammar) == [], grammar
     assert check_llguidance(grammar) == [], grammar
+
+
+def test_all_of_two_enforced_formats_fits_no_string() -> None:
+    with pytest.raises(SchemaGrammarError, match="no string has both `format` 'time' and 'date'"):
+        schema_rules({"allOf": [{"type": "string", "format": "time"}, {"format": "date"}]}, "t")
+    same = {"allOf": [{"type": "string", "format": "date"}, {"format": "date"}]}
+    assert accepts(same, '"2024-03-09"') and not accepts(same, '"12:00:00Z"')
+    unenforced = {"allOf": [{"type": "string", "format": "date"}, {"format": "email"}]}
+    assert accepts(unenforced, '"2024-03-09"') and not accepts(unenforced, '"a@b.org"')

@@ -9,6 +9,7 @@ from urllib.parse import unquote
 
 from localagent.schema_grammar.keywords import (
     ANNOTATIONS,
+    FORMATS,
     NoValue,
     SchemaGrammarError,
     declared_types,
@@ -139,6 +140,9 @@ class _Merger:
         if key == "properties" and isinstance(old, dict) and isinstance(new, dict):
             both = {**old, **new}
             return {k: {"allOf": [old[k], new[k]]} if k in old and k in new else v for k, v in both.items()}
+        if key == "format" and old in FORMATS and new in FORMATS:
+            # The enforced formats are disjoint: no string is both a date and a time.
+            raise NoValue(where, f"no string has both `format` {old!r} and {new!r}")
         if key == "required" and isinstance(old, list) and isinstance(new, list):
             return [*old, *(name for name in new if name not in old)]
         both_numbers = has_type(old, "number") and has_type(new, "number")
