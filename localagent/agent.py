@@ -269,6 +269,7 @@ class Agent(ClosesOnExit):
                     max_steps=self.settings.max_steps,
                     worked_answer=self.settings.worked_answer,
                     grounding_check=self.settings.grounding_check,
+                    change_check=self.settings.change_check,
                 ),
                 on_event=on_event,
                 approve=self.approve,

@@ -348,6 +348,15 @@ def steps_left(count: int) -> str | None:
     return f"[{count} steps left]"
 
 
+def change_missing(request: str, changing_tools: Sequence[str]) -> str:
+    tools = " or ".join(changing_tools)
+    return (
+        f"No file has changed yet. The request was: {request}\n"
+        f"If it asks for a file to be changed or written, do that now with {tools} (read the file "
+        "first, then copy the exact text to replace). If it does not, give your final answer again."
+    )
+
+
 def answer_now(question: str) -> str:
     return f"The question to answer now: {question}"
 

@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from localagent import grounding, prompts, worked_answer
+from localagent import grounding, prompts, request_kind, worked_answer
 from localagent.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.events import (
@@ -40,6 +40,7 @@ from localagent.messages import (
 )
 from localagent.tool_execution import Approver, ToolExecutor, deny_all
 from localagent.tools.base import Tool
+from localagent.tools.files import FILE_EDITING_TOOLS
 from localagent.transcript import Transcript
 from localagent.turn import ModelTurn, plain_turn
 
@@ -53,6 +54,7 @@ class RunnerSettings:
     parallel_tools: bool = True
     worked_answer: bool = True
     grounding_check: bool = True
+    change_check: bool = True
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -80,6 +82,7 @@ class _RunState:
     wrap_up_retried: bool = False
     first_new: int = 0  # where this run's messages start, after the history it was given
     task: str = ""  # the user's message the run answers
+    change_checked: bool = False
 
     def stop(self, status: RunStatus, error: str) -> _Stop:
         """The end of the run, with the newest answer the model gave."""
@@ -153,6 +156,9 @@ class Runner:
                     self._use_wrap_up_retry(state)
                 continue
             if isinstance(result, Final):
+                if not last and self._change_missing(state, executor):
+                    self._tell_change_missing(state, executor)
+                    continue
                 return _Stop("final", self._reviewed_answer(state, result.content, cancel))
             if last:
                 for request in result.requests:
@@ -202,6 +208,32 @@ class Runner:
         self._count_turn(state, result.kind, started, result.usage)
         self._append(state, assistant_message_for(result))
         return result
+
+    def _change_missing(self, state: _RunState, executor: ToolExecutor) -> bool:
+        """Whether an answer comes before the change the request asks for: it reads as an instruction,
+        a tool could change files, none has, the user refused none, and the run was not told so yet."""
+        if not self.settings.change_check or state.change_checked or executor.refused_changes:
+            return False
+        if not self._changing_tools():
+            return False
+        run = state.messages[state.first_new :]
+        return request_kind.reads_as_instruction(prompts.question_of(state.task)) and not self._changed_files(
+            run, succeeded=True
+        )
+
+    def _tell_change_missing(self, state: _RunState, executor: ToolExecutor) -> None:
+        """Once per run: the answer is put back with a note that nothing changed, and tools are on again."""
+        state.change_checked = True
+        executor.turn_tools_on()
+        note = prompts.change_missing(prompts.question_of(state.task), self._changing_tools())
+        self._note("change_check", draft=_last_answer(state.messages))
+        self._append(state, UserMessage(content=note, feedback=True))
+
+    def _changing_tools(self) -> list[str]:
+        """The loaded tools that edit the workspace's files."""
+        return sorted(
+            name for name, tool in self.tools.items() if tool.changes_files and name in FILE_EDITING_TOOLS
+        )
 
     def _reviewed_answer(self, state: _RunState, draft: str, cancel: CancelToken) -> str:
         """The answer after the worked answer and the grounding check, for a run that looked things up
@@ -290,10 +322,14 @@ class Runner:
         if self.transcript:
             self.transcript.write_note(kind, **fields)
 
-    def _changed_files(self, messages: Sequence[Message]) -> bool:
-        """Whether the model asked to change a file in these messages: the answer reports an edit."""
+    def _changed_files(self, messages: Sequence[Message], succeeded: bool = False) -> bool:
+        """Whether the model asked to change a file in these messages (the answer reports an edit), or
+        with `succeeded`, whether such a call went through."""
         return any(
-            isinstance(message, ToolMessage) and (tool := self.tools.get(message.name)) and tool.changes_files
+            isinstance(message, ToolMessage)
+            and (tool := self.tools.get(message.name)) is not None
+            and tool.changes_files
+            and not (succeeded and message.is_error)
             for message in messages
         )
 

@@ -75,6 +75,11 @@ class Settings(BaseModel):
         "answer; when it says twice that it does not, and answers otherwise without any files, say that "
         "the files do not hold it.",
     )
+    change_check: bool = Field(
+        True,
+        description="When the request reads as an instruction (no question) and the model answers "
+        "before any file has changed, tell it once that nothing has changed yet and let it go on.",
+    )
     tools: str | None = Field(
         None,
         description="Comma-separated tools: built-in names and module:function specs; 'default' means "

@@ -52,6 +52,8 @@ SAMPLE_ARGUMENTS: dict[str, Any] = {
     "parameters": TOOLS[0].parameters,
     "question": "How many lines in all?",
     "found": ["notes.txt, lines 1-3 of 3:\n1: a\n2: b\n3: c"],
+    "request": "Tick the dentist off in todo.md.",
+    "changing_tools": ["replace_in_file", "write_file"],
 }
 # Concrete values that were copied into answers by small models when a prompt held them.
 COPYABLE = re.compile(r"12 \* 7|\b84\b|src/main\.py|sqrt\(16\)|the final answer to the question")

@@ -61,7 +61,8 @@ def test_the_reference_solution_succeeds_through_the_real_runner(task: Task, tmp
 
 @pytest.mark.parametrize("task", SUITE.tasks, ids=lambda task: task.id)
 def test_the_wrong_run_fails(task: Task) -> None:
-    result = run(task, task.wrong)
+    # The wrong answer again, for an edit the change check tells the run it has not made.
+    result = run(task, task.wrong + task.wrong[-1:])
     assert result.status == "final"
     assert not result.success and result.problems
 

@@ -27,6 +27,7 @@ FLAG_SETTINGS = (
     "max_steps",
     "worked_answer",
     "grounding_check",
+    "change_check",
     "tools",
     "max_tokens",
     "temperature",
