@@ -270,6 +270,7 @@ class Agent(ClosesOnExit):
                     worked_answer=self.settings.worked_answer,
                     grounding_check=self.settings.grounding_check,
                     change_check=self.settings.change_check,
+                    source_check=self.settings.source_check,
                 ),
                 on_event=on_event,
                 approve=self.approve,

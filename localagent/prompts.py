@@ -357,6 +357,14 @@ def change_missing(request: str, changing_tools: Sequence[str]) -> str:
     )
 
 
+def unrelated_value(question: str, value: str, path: str, line_number: int, line: str) -> str:
+    return (
+        f"Your answer gives {value}, but the files hold it only in {path} line {line_number}: "
+        f'"{line}", which is not about what the question asks.\nThe question: {question}\n'
+        "If no file holds what it asks, say so. If one does, find it, then answer again."
+    )
+
+
 def answer_now(question: str) -> str:
     return f"The question to answer now: {question}"
 

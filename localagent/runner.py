@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from localagent import grounding, prompts, request_kind, worked_answer
+from localagent import answer_source, grounding, prompts, request_kind, worked_answer
 from localagent.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.events import (
@@ -55,6 +55,7 @@ class RunnerSettings:
     worked_answer: bool = True
     grounding_check: bool = True
     change_check: bool = True
+    source_check: bool = True
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -83,6 +84,7 @@ class _RunState:
     first_new: int = 0  # where this run's messages start, after the history it was given
     task: str = ""  # the user's message the run answers
     change_checked: bool = False
+    source_checked: bool = False
 
     def stop(self, status: RunStatus, error: str) -> _Stop:
         """The end of the run, with the newest answer the model gave."""
@@ -159,6 +161,9 @@ class Runner:
                 if not last and self._change_missing(state, executor):
                     self._tell_change_missing(state, executor)
                     continue
+                if not last and (unrelated := self._unrelated_value(state, result.content)):
+                    self._tell_unrelated_value(state, executor, unrelated)
+                    continue
                 return _Stop("final", self._reviewed_answer(state, result.content, cancel))
             if last:
                 for request in result.requests:
@@ -212,13 +217,16 @@ class Runner:
     def _change_missing(self, state: _RunState, executor: ToolExecutor) -> bool:
         """Whether an answer comes before the change the request asks for: it reads as an instruction,
         a tool could change files, none has, the user refused none, and the run was not told so yet."""
-        if not self.settings.change_check or state.change_checked or executor.refused_changes:
+        if state.change_checked or executor.refused_changes or not self._change_expected(state):
             return False
-        if not self._changing_tools():
-            return False
-        run = state.messages[state.first_new :]
-        return request_kind.reads_as_instruction(prompts.question_of(state.task)) and not self._changed_files(
-            run, succeeded=True
+        return not self._changed_files(state.messages[state.first_new :], succeeded=True)
+
+    def _change_expected(self, state: _RunState) -> bool:
+        """Whether the check is on, a loaded tool could edit files, and the task reads as an instruction."""
+        return (
+            self.settings.change_check
+            and bool(self._changing_tools())
+            and request_kind.reads_as_instruction(prompts.question_of(state.task))
         )
 
     def _tell_change_missing(self, state: _RunState, executor: ToolExecutor) -> None:
@@ -227,6 +235,30 @@ class Runner:
         executor.turn_tools_on()
         note = prompts.change_missing(prompts.question_of(state.task), self._changing_tools())
         self._note("change_check", draft=_last_answer(state.messages))
+        self._append(state, UserMessage(content=note, feedback=True))
+
+    def _unrelated_value(self, state: _RunState, answer: str) -> answer_source.UnrelatedValue | None:
+        """A value of the answer that the files hold only in lines unrelated to the question, unless
+        the run was told so already (answer_source.py)."""
+        if not self.settings.source_check or state.source_checked:
+            return None
+        question = prompts.question_of(state.task)
+        unrelated = answer_source.unrelated_values(
+            question, _tool_outputs(state.messages[state.first_new :]), answer
+        )
+        return unrelated[0] if unrelated else None
+
+    def _tell_unrelated_value(
+        self, state: _RunState, executor: ToolExecutor, unrelated: answer_source.UnrelatedValue
+    ) -> None:
+        """Once per run: the answer is put back with the line its value came from, and tools are on."""
+        state.source_checked = True
+        executor.turn_tools_on()
+        line = unrelated.line
+        note = prompts.unrelated_value(
+            prompts.question_of(state.task), unrelated.value, line.path, line.number, line.text
+        )
+        self._note("source_check", draft=_last_answer(state.messages), value=unrelated.value, line=line.text)
         self._append(state, UserMessage(content=note, feedback=True))
 
     def _changing_tools(self) -> list[str]:
@@ -265,7 +297,9 @@ class Runner:
         answer, direct = draft, None
         if worked is None:
             pass
-        elif worked_answer.works_out(worked, draft, found, question):
+        elif self._better_sourced(state, question, worked, draft) or worked_answer.works_out(
+            worked, draft, found, question
+        ):
             answer = worked
         elif not worked_answer.agree(worked, draft, question):
             request = worked_answer.direct_request(question, found)
@@ -274,6 +308,11 @@ class Runner:
                 answer = worked
         self._note("worked_answer", draft=draft, reply=text, direct=direct, answer=answer)
         return answer
+
+    def _better_sourced(self, state: _RunState, question: str, worked: str, draft: str) -> bool:
+        """Whether the worked answer's values come from lines about the question and the draft's do not."""
+        outputs = _tool_outputs(state.messages[state.first_new :])
+        return self.settings.source_check and answer_source.better_sourced(question, outputs, worked, draft)
 
     def _grounded_answer(
         self, state: _RunState, question: str, found: Sequence[str], answer: str, cancel: CancelToken
@@ -367,6 +406,11 @@ def _refused(request: ToolRequest) -> ToolMessage:
 
 def _with_note(message: ToolMessage, note: str | None) -> ToolMessage:
     return message if note is None else message.model_copy(update={"content": f"{message.content}\n{note}"})
+
+
+def _tool_outputs(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    """What each tool returned, by tool name."""
+    return [(message.name, message.content) for message in messages if isinstance(message, ToolMessage)]
 
 
 def _last_answer(messages: Sequence[Message]) -> str:

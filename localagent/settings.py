@@ -80,6 +80,11 @@ class Settings(BaseModel):
         description="When the request reads as an instruction (no question) and the model answers "
         "before any file has changed, tell it once that nothing has changed yet and let it go on.",
     )
+    source_check: bool = Field(
+        True,
+        description="When the answer gives a value (a number, an email) that the files read hold only "
+        "in lines unrelated to the question, show the model that line once and let it go on.",
+    )
     tools: str | None = Field(
         None,
         description="Comma-separated tools: built-in names and module:function specs; 'default' means "

@@ -28,6 +28,7 @@ FLAG_SETTINGS = (
     "worked_answer",
     "grounding_check",
     "change_check",
+    "source_check",
     "tools",
     "max_tokens",
     "temperature",
