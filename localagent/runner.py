@@ -17,6 +17,7 @@ from localagent.events import (
     Event,
     EventSink,
     FormatError,
+    ReviewKind,
     RunFinished,
     RunStarted,
     RunStatus,
@@ -329,7 +330,7 @@ class Runner:
     def _side_reply(
         self,
         state: _RunState,
-        purpose: str,
+        purpose: ReviewKind,
         messages: list[Message],
         draft: str,
         cancel: CancelToken,
@@ -340,9 +341,8 @@ class Runner:
         noted with the `draft` answer it was about (the run has that already: this one is not needed)."""
         turn = self.turn if own_format else plain_turn(self.turn)
         assert turn is not None
-        if purpose == "worked_answer":
-            choice = describe_tool_choice("none")
-            self._emit(TurnStarted(step=state.steps, tool_choice=choice, steps_left=0, worked_answer=True))
+        choice = describe_tool_choice("none")
+        self._emit(TurnStarted(step=state.steps, tool_choice=choice, steps_left=0, review=purpose))
         started = time.monotonic()
         try:
             reply = turn(messages, [], "none", cancel, self._emit)

@@ -3,12 +3,15 @@ are measured by `localagent eval tasks` (README)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 from test_worked_answer import CONFIG, LOOKED_UP, QUESTION, answer, call, run
 
 from localagent import prompts
+from localagent.cli.display import REVIEW_HEADINGS, RunDisplay
+from localagent.events import TurnStarted
 from localagent.grounding import says_no
 from localagent.messages import AssistantMessage
 
@@ -82,3 +85,17 @@ def test_the_check_runs_without_the_worked_answer() -> None:
 def test_says_no() -> None:
     assert all(says_no(reply) for reply in ("No", "No.", "no, the text is about pools", "**No**", '"No"'))
     assert not any(says_no(reply) for reply in ("Yes", "", "None of it", "Not sure", "deploy/nginx.conf"))
+
+
+def test_each_check_is_shown_under_a_heading_that_says_what_it_checks() -> None:
+    result, _, events = checked(LOOKED_UP, ["No", "No", "About 40."])
+    assert result.answer == NOT_FOUND
+    reviews = [event.review for event in events if isinstance(event, TurnStarted) and event.review]
+    assert reviews == ["worked_answer", "grounding", "grounding", "grounding"]
+    shown = io.StringIO()
+    display = RunDisplay(shown, color=False)
+    for event in events:
+        display(event)
+    lines = shown.getvalue().splitlines()
+    assert lines.count(f"── step 2: {REVIEW_HEADINGS['grounding']}") == 3, lines
+    assert f"── step 2: {REVIEW_HEADINGS['worked_answer']}" in lines

@@ -89,7 +89,7 @@ def test_a_worked_out_number_replaces_the_first_answer() -> None:
     text = asked.messages[-1].content
     assert text.startswith(CONFIG) and QUESTION in text and "app.toml: x" not in text
     started = [event for event in events if isinstance(event, TurnStarted)]
-    assert [event.worked_answer for event in started] == [False, False, True]
+    assert [event.review for event in started] == [None, None, "worked_answer"]
 
 
 def test_an_answer_without_a_new_number_leaves_the_first_one(tmp_path: Path) -> None:
