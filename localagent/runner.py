@@ -281,11 +281,23 @@ class Runner:
             if self.settings.worked_answer
             else draft
         )
-        if self.settings.grounding_check and not worked_answer.says_absent(answer, question):
+        if (
+            self.settings.grounding_check
+            and self._looked_up(run)
+            and not worked_answer.says_absent(answer, question)
+        ):
             answer = self._grounded_answer(state, question, found, answer, cancel)
         if answer != draft:
             state.messages[-1] = state.messages[-1].model_copy(update={"content": answer})
         return answer
+
+    def _looked_up(self, messages: Sequence[Message]) -> bool:
+        """Whether a tool that looks things up (not one that only computes) returned anything."""
+        return any(
+            isinstance(message, ToolMessage)
+            and not ((tool := self.tools.get(message.name)) is not None and tool.computes)
+            for message in messages
+        )
 
     def _worked_answer(
         self, state: _RunState, question: str, found: Sequence[str], draft: str, cancel: CancelToken

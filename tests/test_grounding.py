@@ -99,3 +99,12 @@ def test_each_check_is_shown_under_a_heading_that_says_what_it_checks() -> None:
     lines = shown.getvalue().splitlines()
     assert lines.count(f"── step 2: {REVIEW_HEADINGS['grounding']}") == 3, lines
     assert f"── step 2: {REVIEW_HEADINGS['worked_answer']}" in lines
+
+
+def test_no_check_when_the_tools_only_computed() -> None:
+    computed = [call("calculator", '{"expression": "3 * 12"}'), answer("36 connections.")]
+    result, turn, _ = checked(computed, ["No", "No", "Other."], worked=["Answer: 36 connections."])
+    assert result.answer == "36 connections." and check_calls(turn, computed) == []
+    assert len(turn.plain.calls) == 1  # the worked answer still runs
+    result, turn, _ = checked([*computed[:1], *LOOKED_UP], ["No", "No", "Other."])
+    assert result.answer == NOT_FOUND and len(check_calls(turn, [*computed[:1], *LOOKED_UP])) == 3

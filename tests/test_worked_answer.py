@@ -12,6 +12,7 @@ from localagent.events import Event, TurnStarted
 from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from localagent.runner import Runner, RunnerSettings
 from localagent.tools.base import Tool
+from localagent.tools.calculator import calculator_tool
 from localagent.transcript import Transcript
 from localagent.turn import plain_turn
 from localagent.worked_answer import (
@@ -38,7 +39,11 @@ def save(path: str, text: str) -> str:
     return f"Wrote {path}."
 
 
-TOOLS = [Tool.from_function(read_config), Tool(**{**vars(Tool.from_function(save)), "changes_files": True})]
+TOOLS = [
+    Tool.from_function(read_config),
+    Tool(**{**vars(Tool.from_function(save)), "changes_files": True}),
+    calculator_tool(),
+]
 QUESTION = "Each worker opens its own pool. How many connections can all the workers hold?"
 
 

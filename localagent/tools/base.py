@@ -35,6 +35,9 @@ class Tool:
     # What to add when the model makes the same call again, given its arguments and earlier result:
     # more than it saw the first time, since seeing the same again rarely changes its next step.
     on_repeat: Callable[[dict[str, Any], str], str | None] | None = None
+    # Its result is worked out from the arguments alone (the calculator), not looked up anywhere:
+    # no answer can be missing from it, so the grounding check has nothing to hold an answer to.
+    computes: bool = False
 
     @property
     def name(self) -> str:

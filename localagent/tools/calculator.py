@@ -6,6 +6,7 @@ import ast
 import math
 import operator
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Annotated
 
 from pydantic import Field
@@ -81,7 +82,7 @@ def calculator(
 
 
 def calculator_tool() -> Tool:
-    return Tool.from_function(calculator)
+    return replace(Tool.from_function(calculator), computes=True)
 
 
 def evaluate(expression: str) -> Number:
