@@ -313,6 +313,7 @@ def test_completions_end_at_a_stop_string(client: TestClient) -> None:
             "Invalid grammar",
         ),
         ({"prompt": "x", "grammar": GBNF, "guided_grammar": LARK}, "grammar", "give one grammar"),
+        ({"prompt": "", "guided_grammar": " "}, "grammar", "the grammar is blank"),
         ({"prompt": ["a", "b"]}, "prompt", "one prompt"),
         ({"prompt": "x", "echo": True}, "echo", "echo"),
         (

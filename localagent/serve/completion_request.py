@@ -64,6 +64,8 @@ class CompletionRequest(SamplingRequest):
                             f"structured_outputs.{field} is not supported; use grammar",
                         )
                     )
+        if any(not text.strip() for text in self.grammars):
+            problems.append(("grammar", "the grammar is blank; give its rules, starting with root"))
         if len(self.grammars) > 1:
             problems.append(
                 ("grammar", "give one grammar: grammar, structured_outputs.grammar or guided_grammar")
