@@ -97,6 +97,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         changes_files: bool = False,
+        computes: bool = False,
         check: Callable[[Any], None] | None = None,
     ) -> Tool:
         """A tool from a typed function; a parameter named `cancel` receives the run's CancelToken.
@@ -116,7 +117,7 @@ class Tool:
             description=description or _first_paragraph(function.__doc__),
             parameters=schema_of(model),
         )
-        return cls(spec, pydantic_validator(model, check), invoke, changes_files)
+        return cls(spec, pydantic_validator(model, check), invoke, changes_files, computes=computes)
 
     @classmethod
     def from_spec(cls, spec: ToolSpec, function: Callable[..., Any]) -> Tool:

@@ -6,7 +6,6 @@ import ast
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Annotated
 
 from pydantic import Field
@@ -82,7 +81,7 @@ def calculator(
 
 
 def calculator_tool() -> Tool:
-    return replace(Tool.from_function(calculator), computes=True)
+    return Tool.from_function(calculator, computes=True)
 
 
 def evaluate(expression: str) -> Number:
