@@ -176,10 +176,13 @@ def test_selecting_tasks_by_category_glob_and_limit() -> None:
     edits = SUITE.select(["edit"])
     assert {t.category for t in edits} == {"edit"}
     assert len(edits) == sum(t.category == "edit" for t in SUITE.tasks)
-    assert [t.id for t in SUITE.select(patterns=["read-flour", "no_tool-*"], limit=2)] == [
-        "read-flour",
-        "no_tool-gold-symbol",
-    ]
+    chosen = [t.id for t in SUITE.tasks if t.id == "read-flour" or t.id.startswith("no_tool-")]
+    assert [t.id for t in SUITE.select(patterns=["read-flour", "no_tool-*"], limit=2)] == chosen[:2]
+    held_out = SUITE.select(splits=["held_out"])
+    assert held_out and all(t.split == "held_out" for t in held_out)
+    assert len(held_out) + len(SUITE.select(splits=["dev"])) == len(SUITE.tasks)
+    with pytest.raises(SuiteError, match="unknown split 'test'"):
+        SUITE.select(splits=["test"])
     assert SUITE.select(["edit"], ["edit-*", "read-*"]) == SUITE.select(["edit"])
     with pytest.raises(SuiteError, match="unknown category 'bogus'"):
         SUITE.select(["bogus"])
@@ -196,4 +199,26 @@ def test_the_suite_ships_as_package_data() -> None:
 
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     shipped = pyproject["tool"]["setuptools"]["package-data"]["localagent"]
-    assert any(fnmatch("evaluation/task_suite.toml", pattern) for pattern in shipped)
+    assert any(fnmatch("evaluation/suite/small_folders.toml", pattern) for pattern in shipped)
+    folder = Path(__file__).parents[1] / "localagent" / "evaluation" / "suite"
+    for path in (folder / "workspaces").rglob("*"):
+        if path.is_file():
+            relative = path.relative_to(folder.parent.parent).as_posix()
+            assert any(fnmatch(relative, pattern) for pattern in shipped), relative
+
+
+def test_the_split_is_fixed_by_the_task_id_alone() -> None:
+    from localagent.evaluation.tasks import split_of
+
+    held_out = [task for task in SUITE.tasks if task.split == "held_out"]
+    assert 0.3 < len(held_out) / len(SUITE.tasks) < 0.5
+    assert all(split_of(task.id) == task.split for task in SUITE.tasks)
+    # A hash of the id alone, pinned here: a change of rule would silently mix the splits.
+    assert [split_of(name) for name in ("read-flour", "edit-threshold", "no_tool-gold-symbol")] == [
+        "dev",
+        "dev",
+        "held_out",
+    ]
+    for workspace in SUITE.workspaces:
+        splits = {task.split for task in SUITE.tasks if task.workspace == workspace}
+        assert splits == {"dev", "held_out"}, workspace
