@@ -46,6 +46,13 @@ class ContentDelta(_Event):
     text: str
 
 
+class TokensGenerated(_Event):
+    """How many tokens the current turn has generated so far, for a progress line."""
+
+    type: Literal["tokens_generated"] = "tokens_generated"
+    tokens: int
+
+
 class ReplyNote(_Event):
     """A liberty the turn took reading a reply (a repaired argument, a dropped observation)."""
 
@@ -104,6 +111,7 @@ Event = Annotated[
     | ReasoningDelta
     | ContentDelta
     | ReplyNote
+    | TokensGenerated
     | TurnFinished
     | FormatError
     | ToolStarted
@@ -112,7 +120,7 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 Delta = ReasoningDelta | ContentDelta
-TurnEvent = ReasoningDelta | ContentDelta | ReplyNote
+TurnEvent = ReasoningDelta | ContentDelta | ReplyNote | TokensGenerated
 EventSink = Callable[[Event], None]
 DeltaSink = Callable[[Delta], None]
 # What a model turn may emit while it runs: the reply as it streams, and notes on how it was read.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -122,6 +122,12 @@ class ResolvedModel:
         return self.entry.name if self.entry else self.path.name
 
 
+def unknown_model(name: str, registry: Mapping[str, ModelEntry], alternative: str = "") -> ModelNotFound:
+    """The one-line error for a model name that models.txt does not list."""
+    known = ", ".join(sorted(registry)) or "(none)"
+    return ModelNotFound(f"unknown model {name!r}; known models: {known}{alternative}")
+
+
 def resolve_model(name_or_path: str, progress: Progress | None = None) -> ResolvedModel:
     """Find a model by registry name or file path; assemble one from installed packages on first use."""
     registry = load_registry()
@@ -132,10 +138,7 @@ def resolve_model(name_or_path: str, progress: Progress | None = None) -> Resolv
             return ResolvedModel(path, None)
         if path.suffix == ".gguf" or os.sep in name_or_path:
             raise ModelNotFound(f"model file not found: {path}")
-        known = ", ".join(sorted(registry)) or "(none)"
-        raise ModelNotFound(
-            f"unknown model {name_or_path!r}; known models: {known}; or give a path to a .gguf file"
-        )
+        raise unknown_model(name_or_path, registry, "; or give a path to a .gguf file")
     if is_installed(entry):
         return ResolvedModel(installed_path(entry), entry)
     assembled = assemble_installed(entry, progress)

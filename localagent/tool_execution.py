@@ -73,6 +73,7 @@ class _Outcome:
     counts_as_failure: bool = False
     repeated: bool = False
     ran: bool = False
+    announced: bool = False  # its call was shown (ToolStarted) before the outcome was known
 
 
 @dataclass
@@ -89,6 +90,7 @@ class ToolExecutor:
     repeat_streak: int = 0
     refused_changes: int = 0  # changes the user did not approve
     _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
+    _declined: set[tuple[str, str]] = field(default_factory=set)  # changes the user said no to
 
     def run_step(self, requests: Sequence[ToolRequest], cancel: CancelToken) -> list[ToolMessage]:
         outcomes: list[_Outcome | None] = [None] * len(requests)
@@ -165,18 +167,24 @@ class ToolExecutor:
         return prompts.REPEATED_AGAIN if final else prompts.REPEATED_CALL
 
     def _call_changing(self, tool: Tool, request: ToolRequest, cancel: CancelToken) -> _Outcome:
-        if not self.approve(tool, request):
+        """Shown first; refused without asking when it cannot apply or was declined; then asked."""
+        self._announce(request)
+        key = _call_key(request)
+        try:
+            if tool.dry_run is not None:
+                tool.dry_run(request.arguments or {})
+        except ToolError as error:
+            return _Outcome(prompts.tool_error(str(error)), True, counts_as_failure=True, announced=True)
+        if key in self._declined or not self.approve(tool, request):
             self.refused_changes += 1
-            return _Outcome(prompts.not_approved(tool.name), True)
-        outcome = self._call(request, cancel)
+            self._declined.add(key)
+            return _Outcome(prompts.not_approved(tool.name), True, announced=True)
+        outcome = self._call(request, cancel, announced=True)
         # A change can make any earlier read stale.
         self._earlier_results.clear()
         return outcome
 
-    def _call(self, request: ToolRequest, cancel: CancelToken) -> _Outcome:
-        if cancel.cancelled:
-            return _Outcome(prompts.CANCELLED_BEFORE, True)
-        tool = self.tools[request.name]
+    def _announce(self, request: ToolRequest) -> None:
         self.on_event(
             ToolStarted(
                 request_id=request.id,
@@ -185,6 +193,13 @@ class ToolExecutor:
                 raw_arguments=request.raw_arguments,
             )
         )
+
+    def _call(self, request: ToolRequest, cancel: CancelToken, announced: bool = False) -> _Outcome:
+        if cancel.cancelled:
+            return _Outcome(prompts.CANCELLED_BEFORE, True, announced=announced)
+        tool = self.tools[request.name]
+        if not announced:
+            self._announce(request)
         started = time.monotonic()
         try:
             content = tool.run(request.arguments or {}, cancel)
@@ -199,7 +214,7 @@ class ToolExecutor:
             outcome = _Outcome(prompts.invalid_arguments(tool.name, str(error)), True, True)
         except Exception as error:  # noqa: BLE001 - any tool bug becomes a message to the model
             outcome = _Outcome(prompts.tool_crashed(tool.name, _one_line(error)), True, True)
-        outcome.ran = True
+        outcome.ran = outcome.announced = True
         self.on_event(_finished(request, outcome, time.monotonic() - started))
         return outcome
 
@@ -210,6 +225,8 @@ class ToolExecutor:
         elif not outcome.is_error:
             self.failure_streaks[request.name] = 0
         if not outcome.ran:
+            if not outcome.announced:
+                self._announce(request)  # a repeat or a refusal is shown like any call
             self.on_event(_finished(request, outcome, 0.0))
         return ToolMessage(
             request_id=request.id, name=request.name, content=outcome.content, is_error=outcome.is_error

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from localagent.errors import LocalagentError
-from localagent.events import ContentDelta, Event, ReasoningDelta
+from localagent.events import ContentDelta, Event, ReasoningDelta, TokensGenerated
 from localagent.messages import HISTORY, MESSAGE, Message
 
 
@@ -55,8 +55,8 @@ class Transcript:
             self.write_message(message)
 
     def write_event(self, event: Event) -> None:
-        if isinstance(event, ReasoningDelta | ContentDelta):
-            return  # the messages hold the same text, whole
+        if isinstance(event, ReasoningDelta | ContentDelta | TokensGenerated):
+            return  # the messages hold the same text, whole; the usage counts the tokens
         self._write(event.model_dump(mode="json"))
 
     def write_note(self, kind: str, **fields: Any) -> None:

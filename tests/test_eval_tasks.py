@@ -81,9 +81,12 @@ def test_json_reports_every_task_with_its_figures_and_transcript(tmp_path: Path)
     assert first | {"seconds": 0} == {
         "id": "read-flour",
         "category": "read",
+        "split": TASKS["read-flour"].split,
+        "workspace": "notes",
         "success": True,
         "status": "final",
         "steps": 2,
+        "turns": 2,
         "tool_calls": 1,
         "tool_errors": 0,
         "format_errors": 0,
@@ -103,11 +106,14 @@ def test_json_reports_every_task_with_its_figures_and_transcript(tmp_path: Path)
         1,
         3,
     )
-    assert payload["overall"] | {"median_seconds": 0} == {
+    assert payload["overall"] | {"median_seconds": 0, "p90_seconds": 0} == {
         "tasks": 2,
         "successes": 2,
         "success_rate": 1.0,
         "median_seconds": 0,
+        "p90_seconds": 0,
+        "turns_per_task": 2.5,
+        "generated_tokens_per_task": 0.0,
         "tool_calls": 4,
         "tool_errors": 0,
         "format_errors": 0,
@@ -127,13 +133,24 @@ def test_json_reports_every_task_with_its_figures_and_transcript(tmp_path: Path)
 def test_the_table_shows_each_task_why_it_failed_and_the_totals(tmp_path: Path) -> None:
     gold, leap = TASKS["no_tool-gold-symbol"], TASKS["no_tool-leap-year"]
     model = script_file(tmp_path, [*gold.solution, *leap.wrong])
-    result = invoke("--model", model, "--category", "no_tool", "--limit", "2", "--transcripts", str(tmp_path))
+    result = invoke(
+        "--model",
+        model,
+        "--task",
+        "no_tool-gold-symbol",
+        "--task",
+        "no_tool-leap-year",
+        "--transcripts",
+        str(tmp_path),
+    )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].split() == [
         "task",
+        "split",
         "ok",
         "steps",
+        "turns",
         "tool",
         "err",
         "fmt",
@@ -143,11 +160,18 @@ def test_the_table_shows_each_task_why_it_failed_and_the_totals(tmp_path: Path) 
         "tokens",
         "in/out",
     ]
-    assert lines[1].split()[:7] == ["no_tool-gold-symbol", "✓", "1", "0", "0", "0", lines[1].split()[6]]
-    assert lines[2].split()[:2] == ["no_tool-leap-year", "✗"]
+    gold_split, leap_split = gold.split, leap.split
+    assert lines[1].split()[:8] == ["no_tool-gold-symbol", gold_split, "✓", "1", "1", "0", "0", "0"]
+    assert lines[2].split()[:3] == ["no_tool-leap-year", leap_split, "✗"]
+    assert any(line.split()[:2] == ["dev", str([gold_split, leap_split].count("dev"))] for line in lines)
+    assert any(
+        line.split()[:2] == ["held_out", str([gold_split, leap_split].count("held_out"))] for line in lines
+    )
     assert "  no_tool-leap-year: the answer holds no number equal to 366" in lines
     assert any(line.split()[:3] == ["no_tool", "2", "50.0%"] for line in lines)
-    assert any(line.startswith("overall: 1/2 tasks succeeded (50.0%), median ") for line in lines)
+    assert any(
+        line.startswith("overall: 1/2 tasks succeeded (50.0%), median ") and " p90 " in line for line in lines
+    )
     assert (
         "0 identical calls in one reply, 0 repeated calls across steps, 0 runs ended in tool_failures"
         in lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -195,3 +196,72 @@ def test_chat_lines_can_be_edited_and_recalled_with_up(tmp_path: Path) -> None:
     assert users == ["hello world", "hello world"]
     kept = (state / "localagent" / "chat_history").read_text().splitlines()
     assert kept[-2:] == ["hello world", f"/save {saved}"]
+
+
+def test_a_failing_edit_is_never_asked_about_and_a_valid_one_shows_its_diff_first(tmp_path: Path) -> None:
+    (tmp_path / "list.md").write_text("- [ ] call the piano tuner\n- [ ] post the parcel\n")
+    read = 'Thought: look\nAction: read_file\nAction Input: {"path": "list.md"}\n'
+    failing = (
+        "Thought: tick\nAction: replace_in_file\n"
+        'Action Input: {"path": "list.md", "old": "- [ ] call the glazier", "new": "- [x] call"}\n'
+    )
+    valid = failing.replace("glazier", "piano tuner").replace('"- [x] call"', '"- [x] call the piano tuner"')
+    model = script(tmp_path, [read, failing, failing, valid, DONE])
+    child = spawn(["run", "tick it", "--model", model, "--tools", "default,edit"], tmp_path)
+    child.expect(r"Allow replace_in_file\?")
+    before_question = child.before
+    child.sendline("y")
+    child.expect("finished")
+    child.expect(pexpect.EOF)
+    # The failing call is shown twice, refused with the model's tool error, and never asked about.
+    assert before_question.count("old was not found in list.md") == 2, before_question
+    assert before_question.count("glazier") >= 2
+    # The valid call's line and its diff come before the one question.
+    call_line = before_question.rindex("replace_in_file")
+    assert before_question.index("-- [ ] call the piano tuner") > call_line
+    assert before_question.index("+- [x] call the piano tuner") > call_line
+    assert "Allow" not in before_question
+    assert "Allow" not in child.before
+    assert (tmp_path / "list.md").read_text().startswith("- [x] call the piano tuner\n")
+
+
+def test_a_declined_edit_made_again_is_not_asked_about_again(tmp_path: Path) -> None:
+    model = script(tmp_path, [WRITE, WRITE, DONE])
+    child = spawn(["run", "save hello", "--model", model, "--tools", "default,write_file"], tmp_path)
+    child.expect("Allow write_file")
+    child.logfile_read = shown = io.StringIO()
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    assert "finished" in shown.getvalue()
+    assert "Allow write_file" not in shown.getvalue()
+    assert shown.getvalue().count("the user did not approve write_file") == 2
+    assert not (tmp_path / "out.txt").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_chat_is_back_at_the_prompt_within_a_second(tmp_path: Path) -> None:
+    import time
+
+    from localagent.models import EMBEDDED_MODEL
+
+    child = spawn(["chat", "--model", EMBEDDED_MODEL, "--tools", "none", "--max-tokens", "2000"], tmp_path)
+    child.timeout = 120
+    child.expect(PROMPT)
+    # A long question: its prompt takes seconds to read, then the reply runs to its token limit.
+    child.sendline("Write a very long story about a lighthouse keeper. " + "Make it long. " * 300)
+    child.expect("step 1")
+    waits = []
+    for delay in (0.3, 4.0):  # while the prompt is read, then while the reply is written
+        time.sleep(delay)
+        pressed = time.monotonic()
+        child.sendintr()
+        child.expect(PROMPT)
+        waits.append(time.monotonic() - pressed)
+        child.sendline("Write a very long story about a lighthouse keeper. " + "Make it long. " * 300)
+        child.expect("step 1")
+    child.sendintr()
+    child.expect(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    print(f"Ctrl-C back at the prompt after {', '.join(f'{w:.2f} s' for w in waits)}")
+    assert max(waits) < 1.0, waits

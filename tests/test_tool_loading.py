@@ -117,6 +117,7 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
         ("read_file", ["read_file"]),
         ("calculator, read_file", ["calculator", "read_file"]),
         ("default,write_file", [*DEFAULT_TOOLS, "write_file"]),
+        ("default,edit", [*DEFAULT_TOOLS, "write_file", "replace_in_file"]),
         ("read_file,default", ["read_file", "list_dir", "search_text", "calculator"]),
         (
             "all",
@@ -144,7 +145,7 @@ def test_unknown_tool_names_list_the_valid_ones(workspace: Workspace) -> None:
         select_tools("default,read_files", workspace)
     assert str(error.value) == (
         "unknown tool 'read_files'. Built-in tools: calculator, list_dir, query_tables, read_file, "
-        "replace_in_file, search_text, write_file; or default, all, none; or a tool of your own as "
+        "replace_in_file, search_text, write_file; or default, edit, all, none; or a tool of your own as "
         "module:function or path/to/file.py:function"
     )
     assert isinstance(error.value, LocalagentError)

@@ -21,6 +21,7 @@ from localagent.cancel import CancelToken
 from localagent.errors import BackendError
 
 # loop: the reply kept repeating the same few tokens, and was stopped before it reached the limit.
+PREFILL_CHUNK = 128  # prompt tokens evaluated in one llama.cpp call
 StopReason = Literal["end", "length", "loop", "cancelled"]
 TextSink = Callable[[str], None]
 # Nucleus sampling looks at this many of the most likely tokens; the rest of a 262k vocabulary
@@ -155,7 +156,7 @@ class LlamaSession:
         self._eval(tokens[-1:])
         return evaluated
 
-    def _prefill_all_but_last(self, tokens: Sequence[int]) -> int:
+    def _prefill_all_but_last(self, tokens: Sequence[int], cancel: CancelToken | None = None) -> int:
         """Make the KV cache hold all of `tokens` but the last; return how many `prefill` evaluates.
 
         The last token is always evaluated in a batch of its own (with the tokens a grammar forces
@@ -166,7 +167,11 @@ class LlamaSession:
             raise BackendError(f"the prompt has {len(tokens)} tokens; the context window holds {self.n_ctx}")
         reuse = min(self.cached_prefix(tokens), len(tokens) - 1)
         self.llama.n_tokens = reuse
-        self._eval(tokens[reuse:-1])
+        # In chunks, so Ctrl-C (which sets `cancel` between them) stops a long prompt within a second.
+        for start in range(reuse, len(tokens) - 1, PREFILL_CHUNK):
+            if cancel is not None and cancel.cancelled:
+                break
+            self._eval(tokens[start : min(start + PREFILL_CHUNK, len(tokens) - 1)])
         return len(tokens) - reuse
 
     def _eval(self, tokens: Sequence[int]) -> None:
@@ -201,7 +206,9 @@ class LlamaSession:
         """
         stats = DecodeStats(prompt_tokens=len(prompt))
         started = time.perf_counter()
-        stats.evaluated_prompt_tokens = self._prefill_all_but_last(prompt)
+        stats.evaluated_prompt_tokens = self._prefill_all_but_last(prompt, cancel)
+        if cancel is not None and cancel.cancelled:
+            return Generation("", [], "cancelled", stats)
         if callable(matcher):
             matcher = matcher()
         rng = np.random.default_rng(sampling.seed)

@@ -37,10 +37,22 @@ def trained_context(path: Path) -> int | None:
         return None  # llama.cpp will say what is wrong with the file when it loads it
 
 
+def _check_gguf(path: Path) -> None:
+    """A file that does not start as a GGUF file does is a mistake in the command, not a load failure."""
+    try:
+        with path.open("rb") as file:
+            magic = file.read(4)
+    except OSError as error:
+        raise BackendError(f"cannot read model {path}: {error.strerror}") from None
+    if magic != b"GGUF":
+        raise ModelNotFound(f"{path} is not a GGUF model file")
+
+
 def load_llama(path: Path, settings: LoadSettings | None = None) -> llama_cpp.Llama:
     settings = settings or LoadSettings()
     if not path.is_file():
         raise ModelNotFound(f"model file not found: {path}")
+    _check_gguf(path)
     quiet_llama_logs()
     n_ctx = settings.n_ctx or min(trained_context(path) or DEFAULT_CONTEXT_CAP, DEFAULT_CONTEXT_CAP)
     threads = settings.n_threads or max(1, os.cpu_count() or 1)

@@ -13,8 +13,8 @@ from localagent.backends.reply import TextGenerator
 from localagent.cancel import Cancelled, CancelToken
 from localagent.context import ContextOverflow, elide_observations
 from localagent.errors import RecoverableTurnError
-from localagent.events import ReplyNote, TurnEventSink
-from localagent.formats.base import Prompt, ReplyFormat
+from localagent.events import ReplyNote, TokensGenerated, TurnEventSink
+from localagent.formats.base import Prompt, ReplyFormat, TextSink
 from localagent.formats.react import ReactFormat
 from localagent.formats.tool_call import ToolCallFormat
 from localagent.messages import Final, Message, ToolChoice, ToolRequests
@@ -47,7 +47,7 @@ class TextTurn:
         grammar = self.format.grammar(tools, tool_choice) if self.generator.constrained else None
         prompt = self._prompt(messages, tools)
         reply = self.generator.generate(
-            prompt, grammar, cancel, self.format.display(on_event), self.format.stops
+            prompt, grammar, cancel, _counting(self.format.display(on_event), on_event), self.format.stops
         )
         if reply.stop == "cancelled":
             raise Cancelled()
@@ -99,3 +99,18 @@ class TextTurn:
                 f"the prompt needs {size} tokens, but the context window has room for {budget} beside "
                 "the reply; raise --n-ctx or shorten the task"
             ) from None
+
+
+def _counting(sink: TextSink, on_event: TurnEventSink | None) -> TextSink:
+    """`sink`, also reporting how many pieces of text (one a token) the reply has so far."""
+    if on_event is None:
+        return sink
+    count = 0
+
+    def feed(piece: str) -> None:
+        nonlocal count
+        count += 1
+        sink(piece)
+        on_event(TokensGenerated(tokens=count))
+
+    return feed

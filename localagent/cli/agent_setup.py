@@ -31,14 +31,15 @@ YES_OPTION = click.option("--yes", "-y", is_flag=True, help="Approve file change
 
 
 def open_agent(settings: Settings, workspace: Path, *, yes: bool, transcript: Path, show: bool) -> Agent:
-    """The agent for one command, loaded; `show` streams its runs and notes on stderr."""
-    display = RunDisplay(sys.stderr)
+    """The agent for one command, loaded; `show` streams its runs and notes on stderr. Without it, a
+    terminal still gets a live line while the model works, erased when the answer comes."""
+    display = RunDisplay(sys.stderr, steps=show)
     agent = Agent(
         settings=settings,
         workspace=workspace,
         approve=TerminalApprover(Workspace(workspace), auto_approve=yes),
         transcript=transcript,
-        on_event=display if show else None,
+        on_event=display,
         on_notice=display.notice if show else ignore_notice,
     )
     load_agent(agent, ProgressReporter(enabled=show))

@@ -42,9 +42,10 @@ def tool_choice_option(text: str, specs: list[ToolSpec]) -> ToolChoice:
     return choice
 
 
-def int_option(name: str, low: int, high: int, *, default: int, help: str) -> Callable[[F], F]:
+def int_option(name: str, low: int, high: int, *, default: int | None, help: str) -> Callable[[F], F]:
     """A whole-number flag from `low` to `high`; --help shows its default."""
-    return click.option(name, type=click.IntRange(low, high), default=default, show_default=True, help=help)
+    show = default is not None
+    return click.option(name, type=click.IntRange(low, high), default=default, show_default=show, help=help)
 
 
 MODEL = click.option(

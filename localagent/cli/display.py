@@ -1,24 +1,31 @@
 """Showing a run as it happens: thoughts dimmed, each tool call with its arguments, results shortened.
 
 Everything goes to stderr, so stdout holds only the answer (or the JSON result). How a run ended is
-said once, by the command (`run`, `chat`), not here.
+said once, by the command (`run`, `chat`), not here. On a terminal a live line counts each model
+turn's seconds and tokens; with `steps` off (`--quiet`, `--json`) that line is all that is shown.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from typing import TextIO
 
 import click
 
+from localagent.cli.live_line import LiveLine
 from localagent.events import (
     Event,
     FormatError,
     ReasoningDelta,
     ReviewKind,
+    RunFinished,
+    TokensGenerated,
     ToolFinished,
     ToolStarted,
+    TurnFinished,
     TurnStarted,
 )
 
@@ -42,19 +49,42 @@ def shorten(text: str, limit: int = SCREEN_LIMIT) -> str:
     return flat if len(flat) <= limit else f"{flat[:limit]}… ({len(text)} chars)"
 
 
+# A thought that has not grown for this long is over: the live line may take the next line.
+THOUGHT_PAUSE_SECONDS = 1.0
+
+
 class RunDisplay:
-    def __init__(self, stream: TextIO, color: bool | None = None) -> None:
+    def __init__(self, stream: TextIO, color: bool | None = None, steps: bool = True) -> None:
         self.stream = stream
         # Read-only tools report from worker threads, where click's context (and its color) is unknown.
         self.color = False if color is None and not colors_allowed() else color
+        self.steps = steps
         self._in_reasoning = False
+        self._last_reasoning = 0.0
+        self._lock = threading.RLock()
+        self.live = LiveLine(stream, self._write, self._lock)
 
     def __call__(self, event: Event) -> None:
+        with self._lock:
+            self._show(event)
+
+    def _show(self, event: Event) -> None:
+        if isinstance(event, TokensGenerated):
+            self.live.tokens(event.tokens)
+            return
+        if isinstance(event, TurnStarted):
+            self.live.start(self._live_line_fits)
+        elif isinstance(event, TurnFinished | RunFinished):
+            self.live.stop()
+        if not self.steps:
+            return
+        self.live.erase()
         if isinstance(event, ReasoningDelta):
             if not self._in_reasoning:
                 self._write(click.style("Thought: ", dim=True))
                 self._in_reasoning = True
             self._write(click.style(event.text, dim=True))
+            self._last_reasoning = time.monotonic()
             return
         self._end_reasoning()
         if isinstance(event, TurnStarted):
@@ -78,8 +108,19 @@ class RunDisplay:
             )
 
     def notice(self, text: str) -> None:
-        self._end_reasoning()
-        self._line(click.style(f"note: {text}", fg="yellow"))
+        with self._lock:
+            self.live.erase()
+            self._end_reasoning()
+            self._line(click.style(f"note: {text}", fg="yellow"))
+
+    def close(self) -> None:
+        self.live.close()
+
+    def _live_line_fits(self) -> bool:
+        """Whether the cursor is at the start of a line, ending a thought that stopped growing."""
+        if self._in_reasoning and time.monotonic() - self._last_reasoning >= THOUGHT_PAUSE_SECONDS:
+            self._end_reasoning()
+        return not self._in_reasoning
 
     def _end_reasoning(self) -> None:
         if self._in_reasoning:

@@ -17,7 +17,7 @@ from localagent.cli.common import int_option
 from localagent.cli.options import backend_options, settings_from
 from localagent.cli.progress import ProgressReporter
 from localagent.errors import LocalagentError
-from localagent.evaluation.tasks import CATEGORIES, FixtureWorkspace, Task
+from localagent.evaluation.tasks import CATEGORIES, SPLITS, FixtureWorkspace, Task
 
 if TYPE_CHECKING:
     from localagent.agent import Agent
@@ -39,6 +39,20 @@ if TYPE_CHECKING:
     multiple=True,
     metavar="ID",
     help="Only this task id or glob, like 'edit-*' (repeatable).",
+)
+@click.option(
+    "--split",
+    "splits",
+    multiple=True,
+    type=click.Choice(SPLITS),
+    help="Only tasks of this split (repeatable): dev to tune on, held_out to judge a change on.",
+)
+@click.option(
+    "--workspace",
+    "workspaces",
+    multiple=True,
+    metavar="NAME",
+    help="Only tasks asked about this fixture workspace (repeatable).",
 )
 @click.option("--limit", type=click.IntRange(1), help="Only the first N chosen tasks. [default: all]")
 @int_option(
@@ -63,6 +77,8 @@ if TYPE_CHECKING:
 def tasks(
     categories: tuple[str, ...],
     task_ids: tuple[str, ...],
+    splits: tuple[str, ...],
+    workspaces: tuple[str, ...],
     limit: int | None,
     concurrency: int,
     transcripts: Path | None,
@@ -71,11 +87,11 @@ def tasks(
 ) -> None:
     """Run the built-in task suite through the agent and judge each run.
 
-    Everyday questions about small folders of files (read, search, list, compute, edit, multi-file,
-    no tool needed, impossible), each in a fresh copy of its workspace, file changes approved as with
-    --yes. Prints per task: success, steps, tool errors, format errors, identical calls in one reply,
-    seconds and tokens; then totals by category and overall. Each task names its own tools. Ctrl-C
-    stops the suite and prints the tasks that finished.
+    Everyday questions about folders of files (read, search, list, compute, edit, multi-file, no tool
+    needed, impossible), each in a fresh copy of its workspace, file changes approved without asking.
+    Prints per task: success, steps, model turns, tool errors, format errors, identical calls in one
+    reply, seconds and tokens; then totals by split (dev and held_out, always apart), by category and
+    overall. Each task names its own tools. Ctrl-C stops the suite and prints the tasks that finished.
     """
     from localagent.evaluation.tasks import load_suite
 
@@ -83,7 +99,7 @@ def tasks(
         raise LocalagentError("--tools does not apply to eval tasks: each task names its own tools")
     settings = settings_from(params)
     suite = load_suite()
-    chosen = suite.select(categories, task_ids, limit)
+    chosen = suite.select(categories, task_ids, limit, splits, workspaces)
     if concurrency > 1 and not settings.api_base:
         raise LocalagentError(
             f"--concurrency {concurrency} needs --api-base: a local model runs one task at a time"
@@ -176,29 +192,31 @@ next(param for param in tasks.params if param.name == "tools").hidden = True
 def render_task_report(outcome: SuiteRun, backend: str, folder: Path) -> str:
     summary = outcome.summary()
     header = (
-        f"{'task':<30}{'ok':>3}{'steps':>7}{'tool err':>10}{'fmt err':>9}{'identical':>11}"
-        f"{'seconds':>9}{'tokens in/out':>16}"
+        f"{'task':<36}{'split':>9}{'ok':>3}{'steps':>6}{'turns':>6}{'tool err':>9}{'fmt err':>8}"
+        f"{'identical':>10}{'seconds':>9}{'tokens in/out':>15}"
     )
     lines = [header]
     for r in outcome.results:
         lines.append(
-            f"{r.id:<30}{'✓' if r.success else '✗':>3}{r.steps:>7}{r.tool_errors:>10}{r.format_errors:>9}"
-            f"{r.identical_calls:>11}{r.seconds:>9.1f}{f'{r.prompt_tokens}/{r.completion_tokens}':>16}"
+            f"{r.id:<36}{r.split:>9}{'✓' if r.success else '✗':>3}{r.steps:>6}{r.turns:>6}"
+            f"{r.tool_errors:>9}{r.format_errors:>8}{r.identical_calls:>10}{r.seconds:>9.1f}"
+            f"{f'{r.prompt_tokens}/{r.completion_tokens}':>15}"
         )
     failures = [r for r in outcome.results if not r.success]
     if failures:
         lines += ["", "why tasks failed:"]
         lines += [f"  {r.id}: {_first_reason(r)}" for r in failures]
-    lines += ["", f"{'category':<14}{'tasks':>6}{'success':>9}{'median s':>10}"]
-    for name, totals in summary["categories"].items():
-        lines.append(
-            f"{name:<14}{totals['tasks']:>6}{totals['success_rate']:>9.1%}{totals['median_seconds']:>10.1f}"
-        )
+    columns = f"{'tasks':>6}{'success':>9}{'median s':>10}{'p90 s':>8}{'turns':>7}{'tokens out':>12}"
+    lines += ["", f"{'split':<14}{columns}"]
+    lines += [_totals_line(name, totals) for name, totals in summary["splits"].items()]
+    lines += ["", f"{'category':<14}{columns}"]
+    lines += [_totals_line(name, totals) for name, totals in summary["categories"].items()]
     overall = summary["overall"]
     lines += [
         "",
         f"overall: {overall['successes']}/{overall['tasks']} tasks succeeded "
-        f"({overall['success_rate']:.1%}), median {overall['median_seconds']:.1f} s per task, {backend}",
+        f"({overall['success_rate']:.1%}), median {overall['median_seconds']:.1f} s and p90 "
+        f"{overall['p90_seconds']:.1f} s per task, {backend}",
         f"{overall['identical_calls']} identical calls in one reply, {overall['repeated_calls']} repeated "
         f"calls across steps, {overall['tool_failure_runs']} runs ended in tool_failures",
         f"transcripts: {folder}",
@@ -206,6 +224,17 @@ def render_task_report(outcome: SuiteRun, backend: str, folder: Path) -> str:
     if outcome.cancelled:
         lines.append("cancelled: the tasks not shown did not finish")
     return "\n".join(lines)
+
+
+def _totals_line(name: str, totals: dict[str, Any]) -> str:
+    """One row of a totals table: success, seconds, model turns and generated tokens per task."""
+    if not totals["tasks"]:
+        return f"{name:<14}{0:>6}{'-':>9}"
+    return (
+        f"{name:<14}{totals['tasks']:>6}{totals['success_rate']:>9.1%}{totals['median_seconds']:>10.1f}"
+        f"{totals['p90_seconds']:>8.1f}{totals['turns_per_task']:>7.1f}"
+        f"{totals['generated_tokens_per_task']:>12.0f}"
+    )
 
 
 def _first_reason(result: TaskResult) -> str:

@@ -10,9 +10,21 @@ import click
 
 from localagent.cli.common import TOOL_CHOICE, TOOLS_FILE, int_option, read_tool_specs, tool_choice_option
 from localagent.errors import UserFileError
-from localagent.texttag.grammar import GrammarOptions, build_grammar
+from localagent.models import DEFAULT_MODEL, load_registry
+from localagent.settings import Settings
+from localagent.texttag.grammar import GrammarOptions, ReplyGrammar, build_grammar
 from localagent.tools.spec import dialect_note
 from localagent.user_files import read_user_text
+
+PROMPT_FORMAT = click.option(
+    "--prompt-format",
+    type=click.Choice(["plain", "chat"]),
+    help="plain: actions end at 'Observation:' and answers at a blank line; chat: both end at end of turn. "
+    "[default: the default model's]",
+)
+MAX_ACTIONS = int_option(
+    "--max-actions", 1, 64, default=None, help="Actions allowed in one reply. [default: as in runs]"
+)
 
 
 @click.group()
@@ -31,28 +43,46 @@ def grammar() -> None:
     show_default=True,
     help="Lark (lark, llguidance, vLLM) or GBNF (llama.cpp).",
 )
-@click.option(
-    "--prompt-format",
-    type=click.Choice(["plain", "chat"]),
-    default="plain",
-    show_default=True,
-    help="plain: actions end at 'Observation:' and answers at a blank line; chat: both end at end of turn.",
-)
-@int_option("--max-actions", 1, 64, default=8, help="Actions allowed in one reply.")
+@PROMPT_FORMAT
+@MAX_ACTIONS
 def show(
-    tools_file: Path | None, tool_choice: str, output_format: str, prompt_format: str, max_actions: int
+    tools_file: Path | None,
+    tool_choice: str,
+    output_format: str,
+    prompt_format: str | None,
+    max_actions: int | None,
 ) -> None:
-    """Print the grammar generated for a tool set and tool choice."""
+    """Print the grammar generated for a tool set and tool choice, by default the one that runs on the
+    default model use (stderr says which)."""
+    generated = _generated(tools_file, tool_choice, prompt_format, max_actions)
+    click.echo(generated.lark if output_format == "lark" else generated.gbnf, nl=False)
+    for note in generated.loose:
+        click.echo(f"// approximated: {note}", err=True)
+
+
+def _generated(
+    tools_file: Path | None, tool_choice: str, prompt_format: str | None, max_actions: int | None
+) -> ReplyGrammar:
+    """The grammar for these tools and options; options left out are those of the default model's runs."""
     specs = read_tool_specs(tools_file)
     choice = tool_choice_option(tool_choice, specs)
+    prompt_format = prompt_format or default_prompt_format()
+    max_actions = max_actions or Settings().max_actions
     options = GrammarOptions(max_actions=max_actions, prompt_format=prompt_format)  # type: ignore[arg-type]
-    generated = build_grammar(specs, choice, options)
-    click.echo(generated.lark if output_format == "lark" else generated.gbnf, nl=False)
+    click.echo(
+        f"// {prompt_format} prompt format, at most {max_actions} action{'s' if max_actions > 1 else ''} "
+        f"a reply (as runs on {DEFAULT_MODEL} use, unless set by --prompt-format and --max-actions)",
+        err=True,
+    )
     dialect = dialect_note(specs)
     if dialect:
         click.echo(f"// note: {dialect}", err=True)
-    for note in generated.loose:
-        click.echo(f"// approximated: {note}", err=True)
+    return build_grammar(specs, choice, options)
+
+
+def default_prompt_format() -> str:
+    entry = load_registry().get(DEFAULT_MODEL)
+    return entry.prompt_format if entry is not None else "plain"
 
 
 @grammar.command()
@@ -82,7 +112,11 @@ def check(files: tuple[Path, ...]) -> None:
 
 
 @grammar.command(name="test")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@TOOLS_FILE
+@TOOL_CHOICE
+@PROMPT_FORMAT
+@MAX_ACTIONS
 @click.option(
     "--cases",
     "cases_path",
@@ -90,15 +124,29 @@ def check(files: tuple[Path, ...]) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help='JSON Lines: one {"text": ..., "expect": "accept" | "reject"} per line.',
 )
-def test_cases(file: Path, cases_path: Path) -> None:
+def test_cases(
+    file: Path | None,
+    cases_path: Path,
+    tools_file: Path | None,
+    tool_choice: str,
+    prompt_format: str | None,
+    max_actions: int | None,
+) -> None:
     """Run sample texts through FILE in every engine and compare with what each case expects.
 
-    Prints a table; exit status 1 when a case gets another verdict than it expects in any engine, or
-    when an engine cannot compile FILE (its error is shown and its column left out).
+    Without FILE, the grammar generated for --tools-file and --tool-choice is tested, by default the
+    one that runs on the default model use (stderr says which). Prints a table; exit status 1 when a
+    case gets another verdict than it expects in any engine, or when an engine cannot compile FILE
+    (its error is shown and its column left out).
     """
     from localagent.grammar_checks.files import ENGINES, GrammarFile, accepts, check_file
 
-    grammar_file = GrammarFile.read(file)
+    if file is None:
+        generated = _generated(tools_file, tool_choice, prompt_format, max_actions)
+        grammar_file = GrammarFile(Path("generated.lark"), "lark", generated.lark)
+        file = grammar_file.path
+    else:
+        grammar_file = GrammarFile.read(file)
     cases = read_cases(cases_path)
     working = []
     for engine, found in check_file(grammar_file).items():

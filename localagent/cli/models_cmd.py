@@ -17,13 +17,14 @@ from localagent.models import (
     load_registry,
     not_installed,
     sha256_of,
+    unknown_model,
 )
 
 
 def _entry(name: str) -> ModelEntry:
     registry = load_registry()
     if name not in registry:
-        raise click.UsageError(f"unknown model {name!r}; known: {', '.join(sorted(registry))}")
+        raise unknown_model(name, registry)
     return registry[name]
 
 

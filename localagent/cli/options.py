@@ -3,6 +3,7 @@ back into Settings. Names, types, choices, help and defaults all come from local
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -42,8 +43,9 @@ FLAG_SETTINGS = (
 SHORT_FLAGS = {"model": "-m"}
 
 
-def setting_option(name: str) -> Callable[[F], F]:
-    """A flag for one setting; it defaults to None so the environment and the config file can fill it."""
+def setting_option(name: str, others: Sequence[str] = FLAG_SETTINGS) -> Callable[[F], F]:
+    """A flag for one setting; it defaults to None so the environment and the config file can fill it.
+    Its help leaves out what it says about flags outside `others`, the settings its command has."""
     field = Settings.model_fields[name]
     flags = [f"--{name.replace('_', '-')}", *([SHORT_FLAGS[name]] if name in SHORT_FLAGS else [])]
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
@@ -54,7 +56,7 @@ def setting_option(name: str) -> Callable[[F], F]:
         type=str if repeated else _click_type(field),
         multiple=repeated,
         metavar=extra.get("metavar"),
-        help=field.description if repeated else _help(field),
+        help=_about_flags_of(field.description if repeated else _help(field), others),
     )
 
 
@@ -66,7 +68,7 @@ def settings_options(names: Sequence[str]) -> Callable[[F], F]:
     """The flags of these settings, then --config."""
 
     def decorate(function: F) -> F:
-        options = [setting_option(name) for name in names]
+        options = [setting_option(name, names) for name in names]
         options.append(
             click.option(
                 "--config",
@@ -88,6 +90,16 @@ def settings_from(params: dict[str, Any], names: Sequence[str] = FLAG_SETTINGS) 
     # A repeatable flag not given is (); it leaves the setting to the environment and the config file.
     flags = {name: None if value == () else value for name, value in flags.items()}
     return load_settings(flags, params.pop("config_path", None))
+
+
+def _about_flags_of(text: str | None, names: Sequence[str]) -> str:
+    """`text` without the sentences that name a setting's flag missing from `names`."""
+    missing = {f"--{name.replace('_', '-')}" for name in FLAG_SETTINGS} - {
+        f"--{name.replace('_', '-')}" for name in names
+    }
+    sentences = re.split(r"(?<=[.:])\s+(?=[A-Z\[])", text or "")
+    kept = [s for s in sentences if not set(re.findall(r"--[a-z-]+\b", s)) & missing]
+    return " ".join(kept)
 
 
 def _is_sequence(field: FieldInfo) -> bool:

@@ -56,7 +56,7 @@ def serve(host: str, port: int, key_env: str | None, **params: Any) -> None:
     generates under a grammar sent as `grammar` (GBNF) or `structured_outputs.grammar` (Lark).
     GET /v1/models lists the installed models. Requests run one at a time, and each reuses the KV
     cache the last one left. The --max-tokens, --temperature, --top-p and --seed values are the
-    defaults for requests that leave them out. Ctrl-C stops the server.
+    defaults for requests that leave them out. Ctrl-C stops the server (exit status 0).
     """
     from localagent.serve.startup import start
 
@@ -64,6 +64,7 @@ def serve(host: str, port: int, key_env: str | None, **params: Any) -> None:
     key = _api_key(key_env)
     progress = ProgressReporter(enabled=True)
     start(settings, host=host, port=port, api_key=key, progress=progress, say=_say)
+    _say("stopped")
 
 
 def _api_key(variable: str | None) -> str | None:

@@ -23,8 +23,8 @@ from typing import Any
 from localagent.agent import Agent
 from localagent.cancel import CancelToken
 from localagent.evaluation.task_checks import check_run, snapshot
-from localagent.evaluation.tasks import CATEGORIES, FixtureWorkspace, Task
-from localagent.events import Event, FormatError, ToolFinished
+from localagent.evaluation.tasks import CATEGORIES, SPLITS, FixtureWorkspace, Task
+from localagent.events import Event, FormatError, ToolFinished, TurnFinished
 from localagent.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from localagent.runner import RunResult
 from localagent.tool_execution import Approver, approve_all
@@ -41,9 +41,12 @@ OnResult = Callable[["TaskResult"], None]
 class TaskResult:
     id: str
     category: str
+    split: str
+    workspace: str
     success: bool
     status: str
     steps: int
+    turns: int  # model turns, malformed replies included
     tool_calls: int
     tool_errors: int
     format_errors: int
@@ -72,6 +75,7 @@ class SuiteRun:
 
     def summary(self) -> dict[str, Any]:
         results = self.results
+        splits = {name: _totals([r for r in results if r.split == name]) for name in SPLITS}
         categories = {
             name: _totals([r for r in results if r.category == name])
             for name in CATEGORIES
@@ -92,19 +96,34 @@ class SuiteRun:
                 for status in sorted({r.status for r in results})
             },
         }
-        return {"overall": overall, "categories": categories}
+        return {"overall": overall, "splits": splits, "categories": categories}
 
 
 def _totals(results: Sequence[TaskResult]) -> dict[str, Any]:
     count = len(results)
     successes = sum(r.success for r in results)
+    seconds = [r.seconds for r in results]
     return {
         "tasks": count,
         "successes": successes,
         "success_rate": round(successes / count, 4) if count else 0.0,
-        # The median resists the odd task slowed by other work on the machine.
-        "median_seconds": round(statistics.median(r.seconds for r in results), 3) if count else 0.0,
+        # The median resists the odd task slowed by other work on the machine; p90 shows the slow tail.
+        "median_seconds": round(statistics.median(seconds), 3) if count else 0.0,
+        "p90_seconds": round(_percentile(seconds, 90), 3) if count else 0.0,
+        "turns_per_task": round(sum(r.turns for r in results) / count, 2) if count else 0.0,
+        "generated_tokens_per_task": round(sum(r.completion_tokens for r in results) / count, 1)
+        if count
+        else 0.0,
     }
+
+
+def _percentile(values: Sequence[float], percent: float) -> float:
+    """The value below which `percent` of `values` lie, interpolated between neighbours."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * percent / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def run_suite(
@@ -216,9 +235,12 @@ def run_task(
     return TaskResult(
         id=task.id,
         category=task.category,
+        split=task.split,
+        workspace=task.workspace,
         success=verdict.success,
         status=status,
         steps=steps,
+        turns=sum(isinstance(e, TurnFinished) for e in events),
         tool_calls=sum(isinstance(m, ToolMessage) for m in messages),
         tool_errors=sum(isinstance(m, ToolMessage) and m.is_error for m in messages),
         format_errors=sum(isinstance(e, FormatError) for e in events),

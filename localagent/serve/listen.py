@@ -6,6 +6,7 @@ server is reachable from other machines only when the command that starts it say
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 
@@ -61,4 +62,6 @@ def base_url(sock: socket.socket) -> str:
 def run(app: Starlette, sock: socket.socket) -> None:
     """Serve until Ctrl-C or SIGTERM; requests still running get a few seconds to finish."""
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5, lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    # uvicorn shuts down on Ctrl-C, then raises it again; stopping is what was asked for.
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(config).run(sockets=[sock])

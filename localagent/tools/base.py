@@ -38,6 +38,9 @@ class Tool:
     # Its result is worked out from the arguments alone (the calculator), not looked up anywhere:
     # no answer can be missing from it, so the grounding check has nothing to hold an answer to.
     computes: bool = False
+    # For a tool that changes files: raises ToolError when the call could not apply as written (its
+    # text not in the file, say), so it is refused before anyone is asked to approve it.
+    dry_run: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def name(self) -> str:

@@ -100,8 +100,11 @@ class FileTools:
             Tool.from_function(self.list_dir),
             Tool.from_function(self.read_file),
             replace(Tool.from_function(self.search_text), on_repeat=self.files_of_search),
-            Tool.from_function(self.write_file, changes_files=True),
-            Tool.from_function(self.replace_in_file, changes_files=True, check=_check_edit),
+            replace(Tool.from_function(self.write_file, changes_files=True), dry_run=self._check_write),
+            replace(
+                Tool.from_function(self.replace_in_file, changes_files=True, check=_check_edit),
+                dry_run=self._check_replacement,
+            ),
         ]
         if not self.narrow_paths:
             return tools
@@ -385,6 +388,27 @@ class FileTools:
 
     def write_file(self, path: FilePath, content: Content) -> str:
         """Create a file or overwrite it with new content. Missing directories are created."""
+        real, shown, existed = self._planned_write(path)
+        try:
+            real.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            raise ToolError(
+                f"Cannot create the directory for {shown}: a part of the path is a file."
+            ) from None
+        _write_atomically(real, content.encode("utf-8"), shown)
+        self._saw(shown)
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        what = "Overwrote" if existed else "Created"
+        return f"{what} {shown} ({lines} lines, {len(content)} characters)."
+
+    def _check_write(self, arguments: dict[str, Any]) -> None:
+        self._planned_write(str(arguments.get("path", "")))
+
+    def _check_replacement(self, arguments: dict[str, Any]) -> None:
+        self._planned_replacement(*(str(arguments.get(key, "")) for key in ("path", "old", "new")))
+
+    def _planned_write(self, path: str) -> tuple[Path, str, bool]:
+        """Where write_file would write and whether the file exists; ToolError when it may not."""
         real = self.workspace.resolve(path)
         shown = self.workspace.relative(real)
         if path.strip().endswith(("/", "\\")):
@@ -399,21 +423,18 @@ class FileTools:
                 unread=f"{shown} already exists and you have not read it yet.",
                 then="first: write_file replaces all of its content.",
             )
-        try:
-            real.parent.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            raise ToolError(
-                f"Cannot create the directory for {shown}: a part of the path is a file."
-            ) from None
-        _write_atomically(real, content.encode("utf-8"), shown)
-        self._saw(shown)
-        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-        what = "Created" if status is None else "Overwrote"
-        return f"{what} {shown} ({lines} lines, {len(content)} characters)."
+        return real, shown, status is not None
 
     def replace_in_file(self, path: FilePath, old: OldText, new: NewText) -> str:
         """Replace one exact piece of text in a file. old must appear exactly once in the file; an empty
         old adds new at the end of the file."""
+        real, shown, edit = self._planned_replacement(path, old, new)
+        _write_atomically(real, edit.text.encode("utf-8"), shown)
+        self._saw(shown)
+        return edit.report
+
+    def _planned_replacement(self, path: str, old: str, new: str) -> tuple[Path, str, Replacement]:
+        """The file replace_in_file would change and how; ToolError when it cannot change it."""
         real, shown = self._existing_file(path)
         self._refuse_vcs(real)
         text = _read_utf8(real, shown)
@@ -422,10 +443,7 @@ class FileTools:
             unread=f"You have not read {shown} yet.",
             then="first, then copy the exact text to replace from it.",
         )
-        edit = replacement(text, old, new, shown)
-        _write_atomically(real, edit.text.encode("utf-8"), shown)
-        self._saw(shown)
-        return edit.report
+        return real, shown, replacement(text, old, new, shown)
 
     def _saw(self, shown: str) -> None:
         self._seen[shown] = _version(self.workspace.resolve(shown))

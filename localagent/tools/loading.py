@@ -6,6 +6,7 @@ models with `run()` and Tools, from Python), a comma-separated list of:
                     replace_in_file
   default           list_dir, read_file, search_text, calculator (query_tables, read-only too, is
                     named when wanted: it lures a small model into SQL on files that are no tables)
+  edit              every built-in tool that changes files
   all               every built-in tool
   none              no tools at all (alone)
   module:function   a user tool; the module may also be a file, as in tools/weather.py:forecast
@@ -39,11 +40,12 @@ DEFAULT_TOOLS: tuple[str, ...] = ("list_dir", "read_file", "search_text", "calcu
 # One tool as Python names it: a `--tools` item, a function, a pydantic model class with run(), a Tool.
 ToolItem = str | Callable[..., Any] | Tool | type[BaseModel]
 ToolsArgument = str | Sequence[ToolItem] | None
-KEYWORDS = ("default", "all", "none")
+KEYWORDS = ("default", "edit", "all", "none")
 TOOLS_OPTION_HELP = (
     "Comma-separated tools: built-in names (list_dir, read_file, search_text, calculator, query_tables, "
-    "write_file, replace_in_file), 'default' (list_dir, read_file, search_text and calculator), 'all', "
-    "'none', or your own as module:function or path/to/file.py:function. Example: default,query_tables"
+    "write_file, replace_in_file), 'default' (list_dir, read_file, search_text and calculator), "
+    "'edit' (every tool that changes files), 'all', "
+    "'none', or your own as module:function or path/to/file.py:function. Example: default,edit"
 )
 
 
@@ -95,6 +97,8 @@ def _tools_for(item: ToolItem, builtins: dict[str, Tool]) -> list[Tool]:
         return [_as_tool(item, name, name)]
     if item == "default":
         return [builtins[name] for name in DEFAULT_TOOLS]
+    if item == "edit":
+        return [tool for tool in builtins.values() if tool.changes_files]
     if item == "all":
         return list(builtins.values())
     if item in builtins:
