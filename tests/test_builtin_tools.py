@@ -151,17 +151,17 @@ def test_a_file_named_in_other_letter_case_is_found_when_it_is_the_only_match(
     tools: FileTools, ws: Path
 ) -> None:
     (ws / "Guide").mkdir()
-    (ws / "Guide" / "NOTES.md").write_text("one\n")
-    assert tools.read_file("guide/notes.md").splitlines()[0] == "Guide/NOTES.md, lines 1-1 of 1:"
+    (ws / "Guide" / "MEMOS.md").write_text("one\n")
+    assert tools.read_file("guide/memos.md").splitlines()[0] == "Guide/MEMOS.md, lines 1-1 of 1:"
     assert (
-        tools.replace_in_file("guide/Notes.MD", "one", "two")
-        == "Replaced the text at line 1 of Guide/NOTES.md."
+        tools.replace_in_file("guide/Memos.MD", "one", "two")
+        == "Replaced the text at line 1 of Guide/MEMOS.md."
     )
-    assert (ws / "Guide" / "NOTES.md").read_text() == "two\n"
-    (ws / "Guide" / "notes.md").write_text("other\n")  # two candidates: the exact name wins, else none
-    assert tools.read_file("guide/notes.md").startswith("Guide/notes.md")
-    with pytest.raises(ToolError, match=r"No such file: Guide/Notes\.md"):
-        tools.read_file("Guide/Notes.md")
+    assert (ws / "Guide" / "MEMOS.md").read_text() == "two\n"
+    (ws / "Guide" / "memos.md").write_text("other\n")  # two candidates: the exact name wins, else none
+    assert tools.read_file("guide/memos.md").startswith("Guide/memos.md")
+    with pytest.raises(ToolError, match=r"No such file: Guide/Memos\.md"):
+        tools.read_file("Guide/Memos.md")
 
 
 def test_read_file_refuses_a_fifo_instead_of_blocking(tools: FileTools, ws: Path) -> None:
@@ -209,32 +209,32 @@ def test_plain_search_ignores_case_and_a_regex_does_only_with_a_capital_letter(t
 def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
     tools: FileTools, ws: Path
 ) -> None:
-    (ws / "stock.py").write_text("LOW_STOCK_THRESHOLD = 5\nlow = 1\n")
-    assert tools.search_text("low-stock threshold") == (
-        "No line holds 'low-stock threshold' as written; lines in . with all of its words:\n"
-        "stock.py:1: LOW_STOCK_THRESHOLD = 5"
+    (ws / "bins.py").write_text("SPARE_PART_LIMIT = 5\nspare = 1\n")
+    assert tools.search_text("spare-part limit") == (
+        "No line holds 'spare-part limit' as written; lines in . with all of its words:\n"
+        "bins.py:1: SPARE_PART_LIMIT = 5"
     )
 
 
 def test_a_question_phrase_falls_back_to_lines_with_most_of_its_words(tools: FileTools, ws: Path) -> None:
-    (ws / "club.md").write_text("# Garden club, 4 March\nPresent: Ines, Wen\n# Book club, 1 May\n")
-    assert tools.search_text("garden club meetings in March") == (
-        "No line holds all the words of 'garden club meetings in March'; lines in . with most of them:\n"
-        "club.md:1: # Garden club, 4 March\n"
-        "  2: Present: Ines, Wen"
+    (ws / "club.md").write_text("# Chess club, 4 March\nPresent: Ilka, Tove\n# Quiz club, 1 May\n")
+    assert tools.search_text("chess club meetings in March") == (
+        "No line holds all the words of 'chess club meetings in March'; lines in . with most of them:\n"
+        "club.md:1: # Chess club, 4 March\n"
+        "  2: Present: Ilka, Tove"
     )
     # Half the words is enough; lines with more of them come first.
-    assert tools.search_text("book garden club in May") == (
-        "No line holds all the words of 'book garden club in May'; lines in . with most of them:\n"
-        "club.md:3: # Book club, 1 May\nclub.md:1: # Garden club, 4 March\n  2: Present: Ines, Wen"
+    assert tools.search_text("quiz chess club in May") == (
+        "No line holds all the words of 'quiz chess club in May'; lines in . with most of them:\n"
+        "club.md:3: # Quiz club, 1 May\nclub.md:1: # Chess club, 4 March\n  2: Present: Ilka, Tove"
     )
 
 
 def test_two_key_words_fall_back_to_lines_with_either(tools: FileTools, ws: Path) -> None:
-    (ws / "app.toml").write_text('[logging]\nlevel = "warning"\nport = 80\n')
-    assert tools.search_text("the log level", path="app.toml") == (
-        "No line holds all the words of 'the log level'; lines in app.toml with most of them:\n"
-        'app.toml:1: [logging]\napp.toml:2: level = "warning"'
+    (ws / "relay.toml").write_text('[logging]\nlevel = "notice"\nport = 80\n')
+    assert tools.search_text("the log level", path="relay.toml") == (
+        "No line holds all the words of 'the log level'; lines in relay.toml with most of them:\n"
+        'relay.toml:1: [logging]\nrelay.toml:2: level = "notice"'
     )
 
 
@@ -252,10 +252,10 @@ def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
 def test_a_regex_for_file_names_points_at_the_files(tools: FileTools, ws: Path) -> None:
     (ws / "orders").mkdir()
     for month in ("01", "02"):
-        (ws / "orders" / f"2024-{month}.csv").write_text("order_id,sku\n1,P-1\n")
+        (ws / "orders" / f"2023-{month}.csv").write_text("order_id,sku\n1,KT-1\n")
     assert tools.search_text(".csv", path="orders", regex=True) == (
         "No matches for '.csv' in orders (2 files searched).\n"
-        "Files whose names contain it: orders/2024-01.csv, orders/2024-02.csv. Read one with read_file.\n"
+        "Files whose names contain it: orders/2023-01.csv, orders/2023-02.csv. Read one with read_file.\n"
         + NOTHING_FOUND_ADVICE
     )
 
@@ -263,9 +263,9 @@ def test_a_regex_for_file_names_points_at_the_files(tools: FileTools, ws: Path) 
 def test_plain_words_searched_as_a_regex_still_fall_back_to_some_of_the_words(
     tools: FileTools, ws: Path
 ) -> None:
-    (ws / "app.toml").write_text('[logging]\nlevel = "warning"\n')
+    (ws / "relay.toml").write_text('[logging]\nlevel = "notice"\n')
     assert tools.search_text("log level", regex=True).startswith(
-        "No line holds all the words of 'log level'; lines in . with most of them:\napp.toml:1: [logging]"
+        "No line holds all the words of 'log level'; lines in . with most of them:\nrelay.toml:1: [logging]"
     )
     assert tools.search_text("log.level", regex=True).startswith("No matches for 'log.level'")
 
@@ -283,12 +283,12 @@ def test_a_small_file_searched_in_vain_is_shown_whole(tools: FileTools, ws: Path
 
 def test_a_match_in_markdown_names_its_heading_and_other_files_do_not(tools: FileTools, ws: Path) -> None:
     (ws / "CHANGELOG.md").write_text("# Changelog\n\n## 0.7.0\n- Add the `export` command.\n")
-    (ws / "app.toml").write_text("# export settings\nexport = true\n")
+    (ws / "relay.toml").write_text("# export settings\nexport = true\n")
     assert tools.search_text("export") == (
         "Matches for 'export' in .:\n"
         "CHANGELOG.md:4: - Add the `export` command.  (under '## 0.7.0')\n"
-        "app.toml:1: # export settings\n"
-        "app.toml:2: export = true"
+        "relay.toml:1: # export settings\n"
+        "relay.toml:2: export = true"
     )
     # A heading that matches is shown with the lines of its section.
     assert tools.search_text("0.7.0") == (
@@ -298,19 +298,19 @@ def test_a_match_in_markdown_names_its_heading_and_other_files_do_not(tools: Fil
 
 def test_a_heading_that_matches_shows_the_first_lines_of_its_section(tools: FileTools, ws: Path) -> None:
     rules = "".join(f"Rule {number} about expenses.\n\n" for number in range(1, SECTION_LINES_SHOWN + 3))
-    (ws / "expenses.md").write_text(f"# Expenses\n\n{rules}# Holidays\nNo expenses here.\n")
-    shown = tools.search_text("expenses", path="expenses.md").splitlines()
+    (ws / "spending.md").write_text(f"# Expenses\n\n{rules}# Leave\nNo expenses here.\n")
+    shown = tools.search_text("expenses", path="spending.md").splitlines()
     # Blank lines are left out, and lines of the section are shown once, under the heading, even
     # when they match; matches after the lines shown are matches again, up to the next heading's.
     assert shown[1:4] == [
-        "expenses.md:1: # Expenses",
+        "spending.md:1: # Expenses",
         "  3: Rule 1 about expenses.",
         "  5: Rule 2 about expenses.",
     ]
     assert len(shown) == 2 + SECTION_LINES_SHOWN + 3
     rule = SECTION_LINES_SHOWN + 1  # the first rule left out of the section
-    assert shown[-3] == f"expenses.md:{2 * rule + 1}: Rule {rule} about expenses.  (under '# Expenses')"
-    assert shown[-1] == f"expenses.md:{2 * SECTION_LINES_SHOWN + 8}: No expenses here.  (under '# Holidays')"
+    assert shown[-3] == f"spending.md:{2 * rule + 1}: Rule {rule} about expenses.  (under '# Expenses')"
+    assert shown[-1] == f"spending.md:{2 * SECTION_LINES_SHOWN + 8}: No expenses here.  (under '# Leave')"
     # Only the first few headings that match open their sections.
     (ws / "notes.md").write_text(
         "".join(f"# Note {number}\nbody {number}\n" for number in range(SECTIONS_OPENED + 1))
@@ -467,8 +467,8 @@ def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) 
         ("aaa\n", "aa", r"old appears 2 times"),
         ("def f():\n    return 1\n", "2: return 1", r"Leave out the line numbers"),
         (
-            "# To do\n- [ ] Book the dentist\n",
-            "- [ ] Book the dentist  (under '# To do')",
+            "# To do\n- [ ] Call the locksmith\n",
+            "- [ ] Call the locksmith  (under '# To do')",
             r"Leave out the '\(under",
         ),
         ("def f():\n    return 1\n", "return 1  ", r"spaces or newlines at the start or end"),
@@ -503,12 +503,12 @@ def test_replace_in_file_matches_plain_newlines_in_a_crlf_file(tools: FileTools,
 def test_replace_in_file_matches_text_quoted_the_other_way_and_keeps_the_files_quotes(
     tools: FileTools, ws: Path
 ) -> None:
-    (ws / "app.toml").write_text("[logging]\nlevel = \"warning\"\nname = 'app'\n")
-    tools.read_file("app.toml")
-    assert tools.replace_in_file("app.toml", "level = 'warning'", "level = 'error'") == (
-        "Replaced the text at line 2 of app.toml."
+    (ws / "relay.toml").write_text("[logging]\nlevel = \"notice\"\nname = 'app'\n")
+    tools.read_file("relay.toml")
+    assert tools.replace_in_file("relay.toml", "level = 'notice'", "level = 'error'") == (
+        "Replaced the text at line 2 of relay.toml."
     )
-    assert (ws / "app.toml").read_text() == "[logging]\nlevel = \"error\"\nname = 'app'\n"
+    assert (ws / "relay.toml").read_text() == "[logging]\nlevel = \"error\"\nname = 'app'\n"
     # Only a single match counts, as for text written exactly.
     (ws / "two.txt").write_text('a = "x"\nb = "x"\n')
     tools.read_file("two.txt")
@@ -519,13 +519,13 @@ def test_replace_in_file_matches_text_quoted_the_other_way_and_keeps_the_files_q
 def test_replace_in_file_matches_a_key_copied_without_its_quotes_and_keeps_them(
     tools: FileTools, ws: Path
 ) -> None:
-    (ws / "features.json").write_text('{\n  "dark_mode": true,\n  "beta_checkout": false\n}\n')
-    tools.read_file("features.json")
-    assert tools.replace_in_file("features.json", "beta_checkout: false", "beta_checkout: true") == (
-        "Replaced the text at line 3 of features.json, where old matches without its quote marks; "
-        "the line now reads '  \"beta_checkout\": true'."
+    (ws / "toggles.json").write_text('{\n  "wide_layout": true,\n  "beta_search": false\n}\n')
+    tools.read_file("toggles.json")
+    assert tools.replace_in_file("toggles.json", "beta_search: false", "beta_search: true") == (
+        "Replaced the text at line 3 of toggles.json, where old matches without its quote marks; "
+        "the line now reads '  \"beta_search\": true'."
     )
-    assert (ws / "features.json").read_text() == '{\n  "dark_mode": true,\n  "beta_checkout": true\n}\n'
+    assert (ws / "toggles.json").read_text() == '{\n  "wide_layout": true,\n  "beta_search": true\n}\n'
     # A change that puts in or takes out a quote mark is not guessed at; nor is a second match.
     for content, old, new in [
         ('"name": "app"\n', "name: app", 'name: "web"'),
@@ -540,17 +540,17 @@ def test_replace_in_file_matches_a_key_copied_without_its_quotes_and_keeps_them(
 
 
 def test_an_edit_that_copies_the_heading_note_of_a_search_is_refused(tools: FileTools, ws: Path) -> None:
-    (ws / "todo.md").write_text("# To do\n- [ ] Book the dentist\n")
-    shown = tools.search_text("dentist")
-    assert shown.endswith("todo.md:2: - [ ] Book the dentist  (under '# To do')")
+    (ws / "todo.md").write_text("# To do\n- [ ] Call the locksmith\n")
+    shown = tools.search_text("locksmith")
+    assert shown.endswith("todo.md:2: - [ ] Call the locksmith  (under '# To do')")
     with pytest.raises(InvalidArguments, match=r"Leave it out of new"):
-        _check_edit_of(tools, "Book the dentist", "Book the dentist  (under '# To do')")
+        _check_edit_of(tools, "Call the locksmith", "Call the locksmith  (under '# To do')")
     with pytest.raises(ToolError, match=r"Leave out the '\(under"):
         tools.replace_in_file(
-            "todo.md", "- [ ] Book the dentist  (under '# To do')", "- [x] Book the dentist"
+            "todo.md", "- [ ] Call the locksmith  (under '# To do')", "- [x] Call the locksmith"
         )
-    tools.replace_in_file("todo.md", "- [ ] Book the dentist", "- [x] Book the dentist")
-    assert (ws / "todo.md").read_text() == "# To do\n- [x] Book the dentist\n"
+    tools.replace_in_file("todo.md", "- [ ] Call the locksmith", "- [x] Call the locksmith")
+    assert (ws / "todo.md").read_text() == "# To do\n- [x] Call the locksmith\n"
 
 
 def _check_edit_of(tools: FileTools, old: str, new: str) -> None:
@@ -711,10 +711,10 @@ def search_twice(tools: FileTools, **arguments: object) -> str:
 
 def test_a_repeated_search_shows_the_files_it_found_lines_in_whole(tools: FileTools, ws: Path) -> None:
     (ws / "meetings").mkdir()
-    (ws / "meetings" / "a.md").write_text("# Garden club, 4 March\nPresent: Ines, Wen\n")
-    (ws / "meetings" / "b.md").write_text("# Garden club, 11 March\nPresent: Ines, Olu\n")
-    first = tools.search_text("garden club", path="meetings")
-    assert search_twice(tools, pattern="garden club", path="meetings") == "\n".join(
+    (ws / "meetings" / "a.md").write_text("# Chess club, 4 March\nPresent: Ilka, Tove\n")
+    (ws / "meetings" / "b.md").write_text("# Chess club, 11 March\nPresent: Ilka, Brede\n")
+    first = tools.search_text("chess club", path="meetings")
+    assert search_twice(tools, pattern="chess club", path="meetings") == "\n".join(
         [
             first,
             REPEATED_CALL,
@@ -726,8 +726,8 @@ def test_a_repeated_search_shows_the_files_it_found_lines_in_whole(tools: FileTo
 
 
 def test_a_repeated_search_that_found_nothing_shows_the_files_it_searched(tools: FileTools) -> None:
-    first = tools.search_text("enamel", path="src")
-    assert search_twice(tools, pattern="enamel", path="src") == "\n".join(
+    first = tools.search_text("copper", path="src")
+    assert search_twice(tools, pattern="copper", path="src") == "\n".join(
         [first, REPEATED_CALL, "The files it searched, whole:", tools.read_file("src/main.py")]
     )
 
@@ -737,7 +737,7 @@ def test_a_repeated_search_over_many_or_large_files_shows_only_the_earlier_resul
 ) -> None:
     for name in ("a", "b", "c"):
         (ws / "docs" / f"{name}.txt").write_text("nothing here\n")
-    assert search_twice(tools, pattern="enamel") == f"{tools.search_text('enamel')}\n{REPEATED_CALL}"
-    (ws / "docs" / "big.txt").write_text("enamel mug\n" * 300)
-    first = tools.search_text("enamel", path="docs/big.txt")
-    assert search_twice(tools, pattern="enamel", path="docs/big.txt") == f"{first}\n{REPEATED_CALL}"
+    assert search_twice(tools, pattern="copper") == f"{tools.search_text('copper')}\n{REPEATED_CALL}"
+    (ws / "docs" / "big.txt").write_text("copper ladle\n" * 300)
+    first = tools.search_text("copper", path="docs/big.txt")
+    assert search_twice(tools, pattern="copper", path="docs/big.txt") == f"{first}\n{REPEATED_CALL}"

@@ -52,12 +52,12 @@ SAMPLE_ARGUMENTS: dict[str, Any] = {
     "parameters": TOOLS[0].parameters,
     "question": "How many lines in all?",
     "found": ["notes.txt, lines 1-3 of 3:\n1: a\n2: b\n3: c"],
-    "request": "Tick the dentist off in todo.md.",
+    "request": "Tick the locksmith off in todo.md.",
     "changing_tools": ["replace_in_file", "write_file"],
     "value": "27.00",
-    "path": "products.csv",
+    "path": "wares.csv",
     "line_number": 8,
-    "line": "P-107,Cutting board,kitchen,27.00,9",
+    "line": "KT-307,Pine breadboard,kitchen,27.00,9",
 }
 # Concrete values that were copied into answers by small models when a prompt held them.
 COPYABLE = re.compile(r"12 \* 7|\b84\b|src/main\.py|sqrt\(16\)|the final answer to the question")

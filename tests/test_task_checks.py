@@ -33,18 +33,18 @@ def task(**fields: Any) -> Task:
 @pytest.mark.parametrize(
     ("pattern", "answer", "matches"),
     [
-        ("stock\\.py", "It is shelfwise/stock.py.", True),
-        ("stock\\.py", "See tests/test_stock.py", False),
+        ("bins\\.py", "It is tallyhub/bins.py.", True),
+        ("bins\\.py", "See tests/test_bins.py", False),
         ("def", "The keyword is `def`.", True),
         ("def", "a function definition", False),
-        ("olu", "**Olu** prints them", True),
-        ("olu", "Olumide prints them", False),
+        ("tove", "**Tove** prints them", True),
+        ("tove", "Tovelin prints them", False),
         ("warning", "WARNING", True),
-        ("b2\\.14", "Room B2.14.", True),
-        ("b2\\.14", "Room B2.145", False),
+        ("c3\\.11", "Room C3.11.", True),
+        ("c3\\.11", "Room C3.115", False),
         ("25", "25 seconds", True),
         ("25", "250 seconds", False),
-        ("krak[oó]w", "Kraków", True),
+        ("z[uü]rich", "Zürich", True),
     ],
 )
 def test_answer_patterns_match_whole_words_ignoring_case(pattern: str, answer: str, matches: bool) -> None:
@@ -52,11 +52,11 @@ def test_answer_patterns_match_whole_words_ignoring_case(pattern: str, answer: s
 
 
 def test_all_answer_patterns_must_match_and_no_reject_pattern() -> None:
-    checked = task(answer=["ines", "wen"], reject=["olu"])
-    assert answer_problems(checked, "Ines and Wen.") == []
-    assert answer_problems(checked, "Ines.") == ["the answer does not match /wen/"]
-    assert answer_problems(checked, "Ines, Wen and Olu.") == [
-        "the answer matches /olu/, which a right answer must not"
+    checked = task(answer=["ilka", "bertil"], reject=["tove"])
+    assert answer_problems(checked, "Ilka and Bertil.") == []
+    assert answer_problems(checked, "Ilka.") == ["the answer does not match /bertil/"]
+    assert answer_problems(checked, "Ilka, Bertil and Tove.") == [
+        "the answer matches /tove/, which a right answer must not"
     ]
 
 
@@ -69,9 +69,9 @@ def test_all_answer_patterns_must_match_and_no_reject_pattern() -> None:
         ("-3 degrees, or −4", [-3.0, -4.0]),
         ("57.1% are open", [57.1]),
         ("version 0.7.3 of v2", []),
-        ("room B2.14, item_7", []),
+        ("room C3.11, item_7", []),
         ("2023-05-09", [2023.0, 5.0, 9.0]),
-        ("P-105 sold", [105.0]),
+        ("KT-305 sold", [305.0]),
         ("four files and 25s", [25.0, 4.0]),
         ("1,2,3", [1.0, 2.0, 3.0]),
     ],
@@ -107,14 +107,14 @@ def test_a_tolerance_takes_any_number_within_it() -> None:
     "answer",
     [
         "There is no DEBUG setting in that file.",
-        "docs/releasing.md does not exist.",
-        "I could not find Marta's email address.",
+        "docs/rollout.md does not exist.",
+        "I could not find Brede's email address.",
         "The handbook doesn't mention working from home.",
-        "Marta is not listed in contacts.csv.",
+        "Brede is not listed in phonebook.csv.",
         "No such file.",
         "There's no redis service.",
         "The file is missing.",
-        "I can't find a teapot in the catalogue.",
+        "I can't find a kettle in the catalogue.",
     ],
 )
 def test_saying_that_something_is_not_there(answer: str) -> None:
@@ -123,7 +123,7 @@ def test_saying_that_something_is_not_there(answer: str) -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["DEBUG is False.", "marta@example.org", "23 units.", "Redis uses port 6379.", "Two days a week."],
+    ["DEBUG is False.", "brede@example.org", "23 units.", "Redis uses port 6379.", "Two days a week."],
 )
 def test_an_invented_value_does_not_say_not_found(answer: str) -> None:
     assert not says_not_found(answer)
@@ -196,9 +196,9 @@ def test_file_patterns_must_all_match_and_other_files_stay(tmp_path: Path) -> No
 
 
 def test_a_new_file_can_be_the_expected_result(tmp_path: Path) -> None:
-    checked = task(id="edit-x", category="edit", files={"new.txt": "oat milk"})
+    checked = task(id="edit-x", category="edit", files={"new.txt": "rye flour"})
     before = write(tmp_path, {"a.txt": "a"})
-    write(tmp_path, {"new.txt": "oat milk\n"})
+    write(tmp_path, {"new.txt": "rye flour\n"})
     assert check_run(checked, "final", "", before, snapshot(tmp_path)).success
     assert check_run(checked, "tool_failures", "", before, snapshot(tmp_path)).problems == (
         "the run ended with status tool_failures, not a final answer",

@@ -1,7 +1,7 @@
 """Judging one task's run: its final answer and the files it left behind.
 
 Answer patterns match case-insensitively as whole words: no letter, digit or _ may touch a match on
-either side, so `def` does not match inside `define`, nor `stock.py` inside `test_stock.py`.
+either side, so `def` does not match inside `define`, nor `bins.py` inside `test_bins.py`.
 Numbers are read as people write them: `1,234`, `21.0`, `-3`, `57.1%`, `four`.
 """
 

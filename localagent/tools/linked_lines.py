@@ -1,10 +1,10 @@
 """Lines elsewhere in the workspace that name what a search's matches name.
 
-A small model stops at the first hop of a question: the handbook says taxis need approval "from
-Finance", and it answers "Finance" where the person was asked for; a meeting note says "Olu will
-print the flyers", and it answers "Olu" where the phone number was asked for. The person, team or
+A small model stops at the first hop of a question: the handbook says sleeper berths need approval
+"from Treasury", and it answers "Treasury" where the person was asked for; a meeting note says "Tove
+will book the hall", and it answers "Tove" where the phone number was asked for. The person, team or
 code a matching line names is what the next search would look for, so search_text shows the few
-other lines that name it (team.md's row for Finance, contacts.csv's row for Olu) with its matches.
+other lines that name it (staff.md's row for Treasury, phonebook.csv's row for Tove) with its matches.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from localagent.tools.found_lines import FoundLine
 
-# A capitalised word (Finance, Olu) or a code with a digit in it (P-102, B2.14).
+# A capitalised word (Treasury, Tove) or a code with a digit in it (KT-302, D1.05).
 _NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-zA-Z]+|[A-Za-z]+-?\d+(?:[.-]\d+)*)(?![\w-])")
 # Capitalised only because a sentence starts with them; they name nothing.
 _NOT_NAMES = frozenset(

@@ -1,6 +1,6 @@
 """query_tables: SQL (SQLite) over the workspace's data files (CSV, and JSON lists of records).
 
-A coder model writes `SELECT AVG(price) FROM products WHERE category = 'kitchen'` more reliably than
+A coder model writes `SELECT AVG(price) FROM wares WHERE category = 'kitchen'` more reliably than
 it picks the right rows out of a file it has read and adds them up itself.
 """
 
@@ -62,7 +62,7 @@ class Table:
 
     def names(self) -> list[str]:
         """Its path, and its file name without the extension when that is a plain SQL name
-        (products.csv: products; orders/: orders)."""
+        (wares.csv: wares; orders/: orders)."""
         stem = Path(self.name).name if self.is_folder else Path(self.name).stem
         return [self.name, stem] if stem != self.name and _PLAIN_NAME.fullmatch(stem) else [self.name]
 
@@ -274,7 +274,7 @@ def _quoted(name: str) -> str:
 
 
 def _quote_paths(sql: str, paths: list[str]) -> str:
-    """The query with each bare file path quoted: FROM orders/2024-03.csv means the file, where SQLite
+    """The query with each bare file path quoted: FROM orders/2023-07.csv means the file, where SQLite
     would read a schema and a table name, or an arithmetic expression."""
     for path in sorted(paths, key=len, reverse=True):
         if _PLAIN_NAME.fullmatch(path):

@@ -73,7 +73,7 @@ class Workspace:
 
     def case_insensitive_match(self, real_path: Path) -> Path | None:
         """The one existing path inside the workspace that differs from `real_path` only in letter
-        case (a model asked for notes.md, the file is NOTES.md); a name that exists as written wins.
+        case (a model asked for memos.md, the file is MEMOS.md); a name that exists as written wins.
         None when there is no such path, or several."""
         if not self.contains(real_path):
             return None
