@@ -265,13 +265,7 @@ class Agent(ClosesOnExit):
             runner = Runner(
                 turn,
                 self.tools,
-                RunnerSettings(
-                    max_steps=self.settings.max_steps,
-                    worked_answer=self.settings.worked_answer,
-                    grounding_check=self.settings.grounding_check,
-                    change_check=self.settings.change_check,
-                    source_check=self.settings.source_check,
-                ),
+                RunnerSettings(max_steps=self.settings.max_steps),
                 on_event=on_event,
                 approve=self.approve,
                 transcript=self._transcript,

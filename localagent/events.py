@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from localagent.messages import Usage
 
 RunStatus = Literal["final", "max_steps", "tool_failures", "cancelled", "error"]
-ReviewKind = Literal["worked_answer", "direct_answer", "grounding"]
 
 
 class _Event(BaseModel):
@@ -31,9 +30,6 @@ class TurnStarted(_Event):
     step: int
     tool_choice: str
     steps_left: int
-    # A turn the runner adds after the answer, without tools, to review it (runner.py): the worked
-    # answer, its tie-breaker, or a grounding question; None for the run's own steps.
-    review: ReviewKind | None = None
 
 
 class ReasoningDelta(_Event):

@@ -5,6 +5,7 @@ A whole history is a `list[Message]`; `HISTORY` writes and reads it as JSON with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -113,3 +114,21 @@ def assistant_message_for(result: Final | ToolRequests) -> AssistantMessage:
     return AssistantMessage(
         content=result.content, reasoning=result.reasoning, tool_requests=list(result.requests)
     )
+
+
+def last_answer(messages: Sequence[Message]) -> str:
+    """The newest text the model wrote for this task, leaving out replies that were malformed."""
+    following: Message | None = None
+    for message in reversed(messages):
+        if isinstance(message, UserMessage) and not message.feedback:
+            return ""
+        malformed = isinstance(following, UserMessage) and following.feedback
+        if isinstance(message, AssistantMessage) and message.content.strip() and not malformed:
+            return message.content
+        following = message
+    return ""
+
+
+def refused_call(request: ToolRequest, content: str) -> ToolMessage:
+    """The tool message that answers a call which was not run."""
+    return ToolMessage(request_id=request.id, name=request.name, content=content, is_error=True)

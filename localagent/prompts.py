@@ -44,48 +44,6 @@ def question_of(message: str) -> str:
     return message
 
 
-# --- the worked answer, asked for in a conversation of its own (worked_answer.py) ---
-
-WORKED_ANSWER_SYSTEM = "You are a careful assistant. You think step by step."
-
-
-def worked_answer_request(question: str, found: Sequence[str]) -> str:
-    return (
-        "\n\n".join(found) + f"\n\nUsing only the text above, answer this question: {question}\n"
-        "Think step by step; show any arithmetic. End with a line 'Answer:' and the answer in one sentence."
-    )
-
-
-def direct_answer_request(question: str, found: Sequence[str]) -> str:
-    """The tie-breaker when the first and the worked answer disagree: the same findings, no steps."""
-    asked = f"Using only the text above, answer this question: {question}\nAnswer in one sentence."
-    return "\n\n".join(found) + "\n\n" + asked
-
-
-# --- the grounding check, after the worked answer (grounding.py) ---
-
-GROUNDING_SYSTEM = "You are a careful assistant."
-
-
-def holds_request(question: str, found: Sequence[str]) -> str:
-    asked = "Does the text above hold what is needed to answer this question? Answer Yes or No."
-    return "\n\n".join(found) + f"\n\nQuestion: {question}\n{asked}"
-
-
-def supports_request(question: str, answer: str, found: Sequence[str]) -> str:
-    asked = "Is the proposed answer stated in, or worked out from, the text above? Answer Yes or No."
-    return "\n\n".join(found) + f"\n\nQuestion: {question}\nProposed answer: {answer}\n{asked}"
-
-
-def bare_request(question: str) -> str:
-    """The question with no files at all: what the model answers from what it knows."""
-    return f"Answer this question in one sentence: {question}"
-
-
-def not_found_answer(question: str) -> str:
-    return f'I could not find that in the files: nothing I read answers "{question}"'
-
-
 # --- the text-tag (ReAct) format ---
 
 
@@ -346,23 +304,6 @@ def steps_left(count: int) -> str | None:
     if count == 1:
         return "[1 step left: tools are off for it. Give your final answer next.]"
     return f"[{count} steps left]"
-
-
-def change_missing(request: str, changing_tools: Sequence[str]) -> str:
-    tools = " or ".join(changing_tools)
-    return (
-        f"No file has changed yet. The request was: {request}\n"
-        f"If it asks for a file to be changed or written, do that now with {tools} (read the file "
-        "first, then copy the exact text to replace). If it does not, give your final answer again."
-    )
-
-
-def unrelated_value(question: str, value: str, path: str, line_number: int, line: str) -> str:
-    return (
-        f"Your answer gives {value}, but the files hold it only in {path} line {line_number}: "
-        f'"{line}", which is not about what the question asks.\nThe question: {question}\n'
-        "If no file holds what it asks, say so. If one does, find it, then answer again."
-    )
 
 
 def answer_now(question: str) -> str:

@@ -64,27 +64,6 @@ class Settings(BaseModel):
     )
     max_actions: int = Field(1, ge=1, le=16, description="Tool calls a text model may write in one reply.")
     max_steps: int = Field(12, ge=1, le=200, description="Turns before the model must answer.")
-    worked_answer: bool = Field(
-        True,
-        description="After a run that used tools, let the model work its answer out step by step from "
-        "what they found, in one more turn without tools.",
-    )
-    grounding_check: bool = Field(
-        True,
-        description="After a run that used tools, ask the model whether what they found holds the "
-        "answer; when it says twice that it does not, and answers otherwise without any files, say that "
-        "the files do not hold it.",
-    )
-    change_check: bool = Field(
-        True,
-        description="When the request reads as an instruction (no question) and the model answers "
-        "before any file has changed, tell it once that nothing has changed yet and let it go on.",
-    )
-    source_check: bool = Field(
-        True,
-        description="When the answer gives a value (a number, an email) that the files read hold only "
-        "in lines unrelated to the question, show the model that line once and let it go on.",
-    )
     tools: str | None = Field(
         None,
         description="Comma-separated tools: built-in names and module:function specs; 'default' means "

@@ -30,10 +30,3 @@ class ModelTurn(Protocol):
         cancel: CancelToken,
         on_event: TurnEventSink | None = None,
     ) -> Final | ToolRequests: ...
-
-
-def plain_turn(turn: ModelTurn) -> ModelTurn | None:
-    """The turn's `plain` turn, if it has one: the same model asked without tools, replying in plain
-    text (the runner's worked answer). A scripted turn has none: it answers only what it was given."""
-    plain = getattr(turn, "plain", None)
-    return plain if isinstance(plain, ModelTurn) else None

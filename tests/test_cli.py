@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from localagent.cli import cli
-from localagent.cli.helpdoc import readme_with_reference
+from localagent.cli.helpdoc import with_reference
 from localagent.transcript import read_messages
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -400,9 +400,9 @@ def test_shell_completion_as_the_readme_sets_it_up() -> None:
     assert completed.stdout.splitlines() == ["plain,--decoder"]
 
 
-def test_the_readme_command_reference_matches_the_real_help() -> None:
-    current = README.read_text(encoding="utf-8")
-    assert readme_with_reference(current) == current, "run: python -m localagent.cli.helpdoc --write"
+def test_the_command_reference_in_the_docs_matches_the_real_help() -> None:
+    current = (README.parent / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert with_reference(current) == current, "run: python -m localagent.cli.helpdoc --write"
 
 
 def test_the_readme_opens_with_the_two_setup_commands() -> None:
@@ -420,3 +420,24 @@ def test_the_readme_opens_with_the_two_setup_commands() -> None:
         check=True,
     ).stdout
     assert "localagent run" in run
+
+
+def test_grammar_show_and_test_default_to_what_runs_on_the_default_model_use(tmp_path: Path) -> None:
+    from localagent.models import DEFAULT_MODEL, load_registry
+    from localagent.settings import Settings
+
+    fmt, actions = load_registry()[DEFAULT_MODEL].prompt_format, Settings().max_actions
+    said = f"// {fmt} prompt format, at most {actions} action a reply (as runs on {DEFAULT_MODEL} use"
+    shown = localagent("grammar", "show")
+    assert shown.returncode == 0
+    assert shown.stderr.startswith(said)
+    assert ("action~1..1" in shown.stdout) == (actions == 1)
+    plain = localagent("grammar", "show", "--prompt-format", "plain", "--max-actions", "3")
+    assert plain.stderr.startswith("// plain prompt format, at most 3 actions a reply")
+    assert plain.stdout != shown.stdout
+    cases = tmp_path / "cases.jsonl"
+    call = 'Thought: add\nAction: calculator\nAction Input: {"expression": "1+1"}\n'
+    cases.write_text(json.dumps({"text": call, "expect": "accept"}) + "\n")
+    tested = localagent("grammar", "test", "--cases", str(cases))
+    assert tested.stderr.startswith(said), tested.stderr
+    assert tested.stdout.splitlines()[-1] == "1 case, 0 mismatches", tested.stdout

@@ -127,15 +127,3 @@ def test_after_another_conversation_the_instructions_load_again_instead_of_being
     record = turn.generator.steps[-1]
     assert instructions > 100
     assert record.evaluated_prompt_tokens == record.prompt_tokens - instructions
-
-
-def test_the_plain_turn_of_a_chat_model_replies_in_its_own_chat_format(
-    tiny_model_chat: Path, tiny_model_plain: Path, private_home: Path
-) -> None:
-    chat = fresh_turn(tiny_model_chat, max_tokens=8)
-    assert (chat.format.name, chat.plain.format.name) == ("react", "tool_call")
-    assert chat.plain.generator is chat.generator
-    reply = chat.plain(conversation("Say hi."), [], "none", CancelToken())
-    assert reply.kind == "final"
-    plain = fresh_turn(tiny_model_plain, max_tokens=8)
-    assert plain.plain is plain

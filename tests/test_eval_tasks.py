@@ -372,3 +372,15 @@ def test_a_few_tasks_on_the_embedded_model_end_to_end(tmp_path: Path) -> None:
         assert task["identical_calls"] + task["repeated_calls"] <= task["tool_calls"]
         records = [json.loads(line) for line in Path(task["transcript"]).read_text().splitlines()]
         assert records[-1]["type"] == "verdict" and records[-1]["success"] == task["success"]
+
+
+def test_added_tools_join_every_task_s_own(tmp_path: Path) -> None:
+    task = TASKS["read-flour"]
+    model = script_file(tmp_path, [*task.solution])
+    result = invoke("--model", model, "--task", "read-flour", "--add-tools", "run_python", "--json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["added_tools"] == "run_python"
+    records = [json.loads(line) for line in Path(payload["tasks"][0]["transcript"]).read_text().splitlines()]
+    started = next(r for r in records if r["type"] == "run_started")
+    assert "run_python" in started["tools"] and "read_file" in started["tools"]

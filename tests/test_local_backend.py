@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from localagent.backends.decoding import LlamaSession, Sampling
+from localagent.backends.decoding import PREFILL_CHUNK, LlamaSession, Sampling
 from localagent.backends.local_generator import LocalGenerator, LocalSettings
 from localagent.backends.local_turn import open_local_turn
 from localagent.backends.text_turn import TextTurn
@@ -215,18 +215,22 @@ def test_forced_tokens_share_a_model_step_with_the_token_before_them(
     monkeypatch.setattr(
         llama_session.llama, "eval", lambda tokens: (batches.append(len(tokens)), evaluate(tokens))
     )
-    llama_session.llama.n_tokens = 0  # nothing to reuse: the whole prompt but its last token is one batch
+    llama_session.llama.n_tokens = 0  # nothing to reuse: the whole prompt but its last token is evaluated
     fast = llama_session.generate(
         prompt, max_tokens=80, matcher=Guidance(llama_session).compile(grammar.lark).fresh()
     )
     stats = fast.stats
     sampled = stats.generated_tokens - stats.fast_forwarded_tokens
     assert stats.fast_forwarded_tokens > 0 and sampled > 0
-    # The prompt but its last token; then the last token with the forced opening; then each sampled
-    # token with whatever the grammar forces after it: no batch of forced tokens alone.
-    assert batches[0] == len(prompt) - 1
-    assert len(batches) == 2 + sampled, batches
-    assert sum(batches[1:]) == 1 + stats.generated_tokens
+    # The prompt but its last token, in chunks (so Ctrl-C is seen between them); then the last token
+    # with the forced opening; then each sampled token with whatever the grammar forces after it: no
+    # batch of forced tokens alone.
+    chunks = -(-(len(prompt) - 1) // PREFILL_CHUNK)
+    assert batches[:chunks] == [PREFILL_CHUNK] * (chunks - 1) + [
+        (len(prompt) - 1) - PREFILL_CHUNK * (chunks - 1)
+    ]
+    assert len(batches) == chunks + 1 + sampled, batches
+    assert sum(batches[chunks:]) == 1 + stats.generated_tokens
 
 
 def test_sampling_with_a_seed_is_reproducible_and_grammar_valid(

@@ -100,10 +100,7 @@ def add(a: int, b: int) -> str:
 
 
 def run(script: Script, tools: list[Tool] | None = None, **settings: Any) -> RunResult:
-    """The loop's rules alike on every backend; the checks after them are test_worked_answer.py's and
-    test_grounding.py's."""
-    settings.setdefault("worked_answer", False)
-    settings.setdefault("grounding_check", False)
+    """The loop's rules alike on every backend."""
     runner = Runner(script.turn(), tools or [Tool.from_function(add)], RunnerSettings(**settings))
     return runner.run([SystemMessage(content="Be brief."), UserMessage(content="What is 2 + 3?")])
 

@@ -34,7 +34,7 @@ from localagent.messages import (
     Usage,
     UserMessage,
 )
-from localagent.runner import Runner, RunnerSettings
+from localagent.runner import Runner
 from localagent.tools.base import Tool
 from localagent.tools.spec import ToolSpec
 from localagent.transcript import Transcript, read_messages
@@ -589,8 +589,7 @@ def test_a_stream_cut_in_a_call_is_recoverable_and_nothing_is_lost(
     replay.enqueue_chunks(text_chunks("It is sunny."))
     transcript = Transcript(tmp_path / "run.jsonl")
     tools = [Tool.from_spec(WEATHER, lambda location: f"sunny in {location}")]
-    settings = RunnerSettings(worked_answer=False, grounding_check=False)
-    runner = Runner(make_turn(replay), tools, settings, transcript=transcript)
+    runner = Runner(make_turn(replay), tools, transcript=transcript)
     result = within(10, lambda: runner.run([UserMessage(content="Weather in SF?")]))
     transcript.close()
     assert (result.status, result.answer) == ("final", "It is sunny.")
@@ -807,20 +806,3 @@ def test_the_scripted_and_the_chat_backend_read_arguments_the_same_way(raw: str,
     scripted = ScriptedTurn([{"tool_calls": [{"id": "c1", "name": "add", "arguments": raw}]}])
     result = scripted([UserMessage(content="x")], [], "auto", CancelToken())
     assert isinstance(result, ToolRequests) and result.requests == [request]
-
-
-def test_the_worked_answer_is_a_plain_request_without_tools(replay: ReplayServer) -> None:
-    replay.enqueue_chunks(call_chunks(("c1", "weather", '{"location": "Oslo"}')))
-    replay.enqueue_chunks(text_chunks("It is 4 degrees."))
-    replay.enqueue_chunks(
-        text_chunks("4 in the morning, 6 more by noon: 4 + 6 = 10.\nAnswer: 10 degrees at noon.")
-    )
-    tools = [Tool.from_spec(WEATHER, lambda location: f"{location}: 4 degrees, 6 degrees warmer by noon")]
-    runner = Runner(make_turn(replay), tools, RunnerSettings(grounding_check=False))
-    result = within(10, lambda: runner.run([UserMessage(content="Noon in Oslo?")]))
-    assert (result.status, result.answer) == ("final", "10 degrees at noon.")
-    worked = replay.bodies[-1]
-    assert "tools" not in worked and "tool_choice" not in worked
-    system, user = worked["messages"]
-    assert system["role"] == "system" and user["content"].startswith("Oslo: 4 degrees, 6 degrees warmer")
-    assert "answer this question: Noon in Oslo?" in user["content"]

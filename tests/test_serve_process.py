@@ -1,5 +1,5 @@
 """`localagent serve` as a real process on 127.0.0.1, on real models, driven by real clients: the
-official `openai` SDK, localagent's own runner, Node's fetch (the README's examples), and raw HTTP.
+official `openai` SDK, localagent's own runner, Node's fetch (the examples in docs/serving.md), and raw HTTP.
 
 The default model (Qwen2.5-Coder 1.5B Instruct) answers the SDK for every tool_choice; the
 embedded Gemma 3 270M serves where the test is about the wiring (it is fast, and llama-cpp-python's
@@ -32,7 +32,7 @@ from localagent.models import DEFAULT_MODEL, EMBEDDED_MODEL, ResolvedModel
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SERVING = Path(__file__).resolve().parents[1] / "docs" / "serving.md"
 TASK = "What is 12 times 7?"
 MESSAGES = [
     {"role": "system", "content": "You are a careful assistant."},
@@ -420,19 +420,19 @@ def first_step_usage(transcript: Path) -> dict[str, Any]:
     return next(r["usage"] for r in records if r["type"] == "turn_finished" and r["step"] == 1)
 
 
-# --- the README's examples ----------------------------------------------------------------------------------
+# --- the examples in docs/serving.md ---------------------------------------------------------------
 
 
 def readme_example(kind: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    text = SERVING.read_text(encoding="utf-8")
     found = re.search(rf"<!-- serve-example: {kind} -->\n```\w+\n(.*?)```", text, re.DOTALL)
-    assert found, f"README.md has no {kind} example for localagent serve"
+    assert found, f"docs/serving.md has no {kind} example for localagent serve"
     return found[1]
 
 
 def test_the_readme_fetch_loop_runs_to_an_answer(gemma: ServerProcess, tmp_path: Path) -> None:
     node = shutil.which("node")
-    assert node, "this test runs the README's example with Node 18 or newer"
+    assert node, "this test runs the example in docs/serving.md with Node 18 or newer"
     script = tmp_path / "loop.mjs"
     script.write_text(readme_example("node"), encoding="utf-8")
     done = subprocess.run(

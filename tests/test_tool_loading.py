@@ -102,6 +102,7 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
         "query_tables",
         "read_file",
         "replace_in_file",
+        "run_python",
         "search_text",
         "write_file",
     ]
@@ -129,6 +130,7 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
                 "replace_in_file",
                 "calculator",
                 "query_tables",
+                "run_python",
             ],
         ),
         ("default,,calculator,", list(DEFAULT_TOOLS)),
@@ -145,8 +147,8 @@ def test_unknown_tool_names_list_the_valid_ones(workspace: Workspace) -> None:
         select_tools("default,read_files", workspace)
     assert str(error.value) == (
         "unknown tool 'read_files'. Built-in tools: calculator, list_dir, query_tables, read_file, "
-        "replace_in_file, search_text, write_file; or default, edit, all, none; or a tool of your own as "
-        "module:function or path/to/file.py:function"
+        "replace_in_file, run_python, search_text, write_file; or default, edit, all, none; "
+        "or a tool of your own as module:function or path/to/file.py:function"
     )
     assert isinstance(error.value, LocalagentError)
 

@@ -135,7 +135,7 @@ class LlamaSession:
         llama.n_tokens = len(snapshot.tokens)
         return True
 
-    def evaluate_alone(self, tokens: Sequence[int]) -> KvSnapshot:
+    def evaluate_alone(self, tokens: Sequence[int], cancel: CancelToken | None = None) -> KvSnapshot:
         """The snapshot of `tokens` evaluated from an empty KV cache, which then holds it as loaded.
 
         A cache that held other tokens before would split the batches otherwise, and llama.cpp's
@@ -144,15 +144,18 @@ class LlamaSession:
         """
         self.llama.n_tokens = 0
         self.llama._ctx.kv_cache_clear()
-        self.prefill(tokens)
+        self.prefill(tokens, cancel)
         snapshot = self.snapshot()
         if not self.load(snapshot):
             raise BackendError("llama.cpp could not load the KV cache's state it had just saved")
         return snapshot
 
-    def prefill(self, tokens: Sequence[int]) -> int:
-        """Make the KV cache hold `tokens`, the last one's logits ready; return how many were evaluated."""
-        evaluated = self._prefill_all_but_last(tokens)
+    def prefill(self, tokens: Sequence[int], cancel: CancelToken | None = None) -> int:
+        """Make the KV cache hold `tokens`, the last one's logits ready; return how many were evaluated.
+        Raises Cancelled when `cancel` is set before it is done."""
+        evaluated = self._prefill_all_but_last(tokens, cancel)
+        if cancel is not None:
+            cancel.raise_if_cancelled()
         self._eval(tokens[-1:])
         return evaluated
 

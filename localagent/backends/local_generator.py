@@ -7,6 +7,7 @@ grammar it falls back to llama.cpp's GBNF sampler, and says so once.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -110,6 +111,21 @@ class LocalGenerator:
                 self._guidance_pool.shutdown(wait=False)
         return self._guidance
 
+    def wait_until_ready(self) -> None:
+        """Wait for the grammar engine's tokenizer, which is otherwise built beside the first prompt:
+        an interactive session waits for it up front, so Ctrl-C on its first question is not held up."""
+        if self.settings.decoder == "llguidance":
+            _ = self.guidance
+
+    def _guidance_for(self, cancel: CancelToken) -> Guidance:
+        """The tokenizer, waiting for its build (seconds on a large vocabulary) only until cancelled."""
+        future = self._guidance_future
+        while self._guidance is None and future is not None and not future.done():
+            cancel.raise_if_cancelled()
+            with contextlib.suppress(TimeoutError):
+                future.result(timeout=0.1)
+        return self.guidance
+
     def generate(
         self,
         prompt: Prompt,
@@ -119,7 +135,7 @@ class LocalGenerator:
         stops: Sequence[str] = (),
     ) -> Reply:
         prompt_tokens = self._reuse.tokens_for(prompt)
-        warmed = self._start_conversation(prompt_tokens.fixed)
+        warmed = self._start_conversation(prompt_tokens.fixed, cancel)
         generation, decoder = self._generate(prompt_tokens.tokens, grammar, cancel, on_text, stops)
         # The KV cache holds the prompt and, from the own loop (not GBNF's), exactly the reply's tokens.
         self._reuse.hold(prompt.text, prompt_tokens.tokens, generation.tokens)
@@ -144,7 +160,7 @@ class LocalGenerator:
             try:
                 generation = self.session.generate(
                     prompt,
-                    matcher=lambda: self.guidance.compile(grammar.lark).fresh(),
+                    matcher=lambda: self._guidance_for(cancel).compile(grammar.lark).fresh(),
                     on_text=on_text,
                     fast_forward=settings.fast_forward,
                     **common,
@@ -158,7 +174,7 @@ class LocalGenerator:
                 return generation, "llguidance"
         return self.session.generate_stock(prompt, gbnf=grammar.gbnf, on_text=on_text, **common), "gbnf"
 
-    def _start_conversation(self, tokens: list[int]) -> int:
+    def _start_conversation(self, tokens: list[int], cancel: CancelToken) -> int:
         """Start from the prompt's fixed prefix alone, loaded from its snapshot, whatever the KV cache
         held before: a conversation's replies then do not depend on the ones before it, in this
         process or in the one that saved the snapshot. The snapshot comes from memory, else from
@@ -174,7 +190,7 @@ class LocalGenerator:
             snapshot = cache.read(session, tokens) if cache else None
         evaluated = 0
         if snapshot is None or not session.load(snapshot):
-            snapshot = session.evaluate_alone(tokens)
+            snapshot = session.evaluate_alone(tokens, cancel)
             evaluated = len(tokens)
             if cache is not None:
                 cache.write(session, snapshot)

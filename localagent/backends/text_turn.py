@@ -6,7 +6,6 @@ format's grammar, parse the reply. What generates is pluggable: a local GGUF mod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
 
 from localagent import prompts
 from localagent.backends.reply import TextGenerator
@@ -15,8 +14,6 @@ from localagent.context import ContextOverflow, elide_observations
 from localagent.errors import RecoverableTurnError
 from localagent.events import ReplyNote, TokensGenerated, TurnEventSink
 from localagent.formats.base import Prompt, ReplyFormat, TextSink
-from localagent.formats.react import ReactFormat
-from localagent.formats.tool_call import ToolCallFormat
 from localagent.messages import Final, Message, ToolChoice, ToolRequests
 from localagent.tools.spec import ToolSpec
 
@@ -70,17 +67,6 @@ class TextTurn:
             for note in parsed.notes:
                 on_event(ReplyNote(text=note))
         return parsed.result.model_copy(update={"usage": reply.usage})
-
-    @cached_property
-    def plain(self) -> TextTurn:
-        """The same model answering without tools in its own words: no Thought line to squeeze into.
-
-        The text tags keep a chat model's reasoning to one line; its own chat format, asked for no
-        tool, is plain text. A prompt without a chat template keeps its format.
-        """
-        if not isinstance(self.format, ReactFormat) or self.format.template is None:
-            return self
-        return TextTurn(self.generator, ToolCallFormat(self.format.template), self.name, self.context_budget)
 
     def _prompt(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Prompt:
         budget = self.context_budget

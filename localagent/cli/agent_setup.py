@@ -30,7 +30,9 @@ WORKSPACE_OPTION = click.option(
 YES_OPTION = click.option("--yes", "-y", is_flag=True, help="Approve file changes without asking.")
 
 
-def open_agent(settings: Settings, workspace: Path, *, yes: bool, transcript: Path, show: bool) -> Agent:
+def open_agent(
+    settings: Settings, workspace: Path, *, yes: bool, transcript: Path, show: bool, interactive: bool = False
+) -> Agent:
     """The agent for one command, loaded; `show` streams its runs and notes on stderr. Without it, a
     terminal still gets a live line while the model works, erased when the answer comes."""
     display = RunDisplay(sys.stderr, steps=show)
@@ -42,19 +44,26 @@ def open_agent(settings: Settings, workspace: Path, *, yes: bool, transcript: Pa
         on_event=display,
         on_notice=display.notice if show else ignore_notice,
     )
-    load_agent(agent, ProgressReporter(enabled=show))
+    load_agent(agent, ProgressReporter(enabled=show), interactive)
     return agent
 
 
-def load_agent(agent: Agent, progress: ProgressReporter) -> ModelTurn:
-    """Load the model and start the MCP servers, with a progress line on a terminal."""
+def load_agent(agent: Agent, progress: ProgressReporter, interactive: bool = False) -> ModelTurn:
+    """Load the model and start the MCP servers, with a progress line on a terminal; `interactive`
+    also waits for a local model's grammar engine, so the first question is answered at full speed."""
     settings = agent.settings
     if not settings.api_base and not settings.model.startswith("script:"):
         progress.stage(f"loading {settings.model}")
     elif settings.mcp:
         progress.stage("starting MCP servers")
     try:
-        return agent.load(progress.model_assembly)
+        turn = agent.load(progress.model_assembly)
+        from localagent.backends.local_generator import LocalGenerator  # llama.cpp only when local
+
+        generator = getattr(turn, "generator", None)
+        if interactive and isinstance(generator, LocalGenerator):
+            generator.wait_until_ready()
+        return turn
     finally:
         progress.done()
 

@@ -35,7 +35,9 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
     the session.
     """
     path = default_transcript_path(paths.transcripts_dir())
-    agent = open_agent(settings_from(params), workspace, yes=yes, transcript=path, show=True)
+    agent = open_agent(
+        settings_from(params), workspace, yes=yes, transcript=path, show=True, interactive=True
+    )
     history: list[Message] | None = None  # None: the next task opens a new conversation
     click.echo(f"localagent chat on {agent.load().name}. {HELP}", err=True)
     lines = LineReader(paths.chat_history_path())

@@ -20,7 +20,6 @@ from localagent.events import (
     Event,
     FormatError,
     ReasoningDelta,
-    ReviewKind,
     RunFinished,
     TokensGenerated,
     ToolFinished,
@@ -30,12 +29,6 @@ from localagent.events import (
 )
 
 SCREEN_LIMIT = 300
-# What the reply under each review turn is: its thoughts answer a check, not the task.
-REVIEW_HEADINGS: dict[ReviewKind, str] = {
-    "worked_answer": "working the answer out from what the tools found",
-    "direct_answer": "the answer again, in one sentence, to break a tie",
-    "grounding": "checking the answer against what the tools found",
-}
 
 
 def colors_allowed() -> bool:
@@ -89,8 +82,6 @@ class RunDisplay:
         self._end_reasoning()
         if isinstance(event, TurnStarted):
             note = " (tools off: final answer required)" if event.tool_choice == "none" else ""
-            if event.review is not None:
-                note = f": {REVIEW_HEADINGS[event.review]}"
             self._line(click.style(f"── step {event.step}{note}", dim=True))
         elif isinstance(event, ToolStarted):
             arguments = json.dumps(event.arguments, ensure_ascii=False) if event.arguments is not None else ""

@@ -29,6 +29,21 @@ def eval_group() -> None:
 eval_group.add_command(tasks)
 
 
+@eval_group.command(name="compare")
+@click.argument("before", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("after", type=click.Path(path_type=Path, dir_okay=False))
+def compare_runs(before: Path, after: Path) -> None:
+    """Compare two JSON results of `eval tasks`, split by split, on the tasks both finished.
+
+    Prints success, median and p90 seconds and model turns per task for each run, the tasks the
+    second run won and lost, and whether its net gain is larger than the noise band
+    (2·√ of the tasks whose outcome differs): a change is kept when it wins on held_out.
+    """
+    from localagent.evaluation.compare import compare, read_run, render
+
+    click.echo(render(compare(read_run(before), read_run(after)), before.name, after.name))
+
+
 @eval_group.command()
 @click.option("--category", default="simple", show_default=True, help=f"One of: {', '.join(CATEGORIES)}.")
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions. [default: all]")

@@ -54,6 +54,13 @@ if TYPE_CHECKING:
     metavar="NAME",
     help="Only tasks asked about this fixture workspace (repeatable).",
 )
+@click.option(
+    "--add-tools",
+    "extra_tools",
+    default="",
+    metavar="LIST",
+    help="Tools added to every task's own (a --tools value), to measure a tool before it becomes a default.",
+)
 @click.option("--limit", type=click.IntRange(1), help="Only the first N chosen tasks. [default: all]")
 @int_option(
     "--concurrency",
@@ -79,6 +86,7 @@ def tasks(
     task_ids: tuple[str, ...],
     splits: tuple[str, ...],
     workspaces: tuple[str, ...],
+    extra_tools: str,
     limit: int | None,
     concurrency: int,
     transcripts: Path | None,
@@ -116,13 +124,16 @@ def tasks(
         backend = load_agent(agent, progress).name
         if not as_json:
             click.echo(f"{len(chosen)} tasks on {backend}; transcripts in {folder}", err=True)
-        outcome = _run_with_progress(chosen, suite.workspaces, agent, folder, concurrency, progress)
+        outcome = _run_with_progress(
+            chosen, suite.workspaces, agent, folder, concurrency, progress, extra_tools
+        )
     for note in dict.fromkeys(notices):
         click.echo(f"note: {note}", err=True)
     if as_json:
         payload = {
             "backend": backend,
             "settings": settings.record(),
+            "added_tools": extra_tools,
             "transcripts": str(folder),
             "cancelled": outcome.cancelled,
             **outcome.summary(),
@@ -153,6 +164,7 @@ def _run_with_progress(
     folder: Path,
     concurrency: int,
     progress: ProgressReporter,
+    extra_tools: str,
 ) -> SuiteRun:
     """The suite with a progress bar; the first Ctrl-C cancels the running tasks and keeps the rest."""
     from localagent.cancel import CancelToken
@@ -180,6 +192,7 @@ def _run_with_progress(
             concurrency=concurrency,
             cancel=cancel,
             on_result=show,
+            extra_tools=extra_tools,
         )
     progress.done()
     return outcome

@@ -1,6 +1,7 @@
-"""The command reference in README.md, generated from the real `--help` of every command.
+"""The command reference in docs/commands.md, generated from the real `--help` of every command.
 
-`python -m localagent.cli.helpdoc --write [README.md]`, run in the checkout, refreshes it; a test
+`python -m localagent.cli.helpdoc --write [FILE]`, run in the checkout, refreshes it (FILE defaults to
+docs/commands.md); without `--write` it exits non-zero when the reference is out of date. A test
 checks it is current.
 """
 
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 from localagent.cli import cli
 
 START, END = "<!-- help:start -->", "<!-- help:end -->"
+DEFAULT_TARGET = Path("docs") / "commands.md"
 
 
 def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -45,20 +47,26 @@ def reference() -> str:
     return "\n".join(blocks)
 
 
-def readme_with_reference(readme: str) -> str:
+def with_reference(document: str) -> str:
+    """`document` with the generated reference between its help:start and help:end markers."""
     pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
-    return pattern.sub(lambda _: f"{START}\n{reference()}{END}", readme)
+    if not pattern.search(document):
+        raise ValueError(f"the document has no {START} ... {END} markers")
+    return pattern.sub(lambda _: f"{START}\n{reference()}{END}", document)
 
 
 def main() -> None:
     names = [argument for argument in sys.argv[1:] if argument != "--write"]
-    readme = Path(names[0] if names else "README.md")
-    current = readme.read_text(encoding="utf-8")
-    updated = readme_with_reference(current)
+    target = Path(names[0]) if names else DEFAULT_TARGET
+    current = target.read_text(encoding="utf-8")
+    try:
+        updated = with_reference(current)
+    except ValueError as error:
+        sys.exit(f"{target}: {error}")
     if "--write" in sys.argv:
-        readme.write_text(updated, encoding="utf-8")
+        target.write_text(updated, encoding="utf-8")
     elif updated != current:
-        sys.exit(f"{readme}'s command reference is out of date: run python -m localagent.cli.helpdoc --write")
+        sys.exit(f"{target}'s command reference is out of date: run python -m localagent.cli.helpdoc --write")
 
 
 if __name__ == "__main__":

@@ -136,8 +136,10 @@ def run_suite(
     cancel: CancelToken | None = None,
     on_result: OnResult | None = None,
     opening: Opening | None = None,
+    extra_tools: str = "",
 ) -> SuiteRun:
     """Run each task; `concurrency` > 1 runs tasks in threads, so the model must then be thread-safe.
+    `extra_tools` (a --tools value) joins every task's own tools, to measure a candidate default.
 
     A cancelled suite stops starting tasks; the tasks it interrupted are left out of the results.
     """
@@ -159,6 +161,7 @@ def run_suite(
                 cancel=cancel,
                 opening=opening,
                 parent=place,
+                extra_tools=extra_tools,
             )
         finally:
             places.put(place)
@@ -204,6 +207,7 @@ def run_task(
     opening: Opening | None = None,
     approve: Approver = approve_all,
     parent: Path | None = None,
+    extra_tools: str = "",
 ) -> TaskResult:
     """One task in a fresh copy of its workspace, `parent`/workspace (a new temporary folder when
     `parent` is None), removed afterwards. Any crash is a failed result, not an error."""
@@ -218,7 +222,11 @@ def run_task(
         try:
             base = agent if isinstance(agent, Agent) else Agent(model=agent)
             task_agent = base.copy(
-                workspace=root, tools=task.tools, approve=approve, transcript=record, on_event=events.append
+                workspace=root,
+                tools=",".join(filter(None, (task.tools, extra_tools))),
+                approve=approve,
+                transcript=record,
+                on_event=events.append,
             )
             result = _run_opening(task_agent, task.question, root, opening, cancel)
             status, answer, steps, error = result.status, result.answer, result.steps, result.error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import Callable
@@ -62,11 +63,13 @@ def start(
     progress.done()
     app = build_app(engine, request_defaults(settings, engine), api_key)
     reply_format = engine.reply_format
-    say(
-        f"{engine.model.id} ({reply_format.name} format, at most {engine.max_actions} tool call"
-        f"{'s' if engine.max_actions > 1 else ''} per reply) at {base_url(sock)}"
-    )
-    run(app, sock)
+    # Ctrl-C from here on is the way to stop the server, even before uvicorn has taken the signal.
+    with contextlib.suppress(KeyboardInterrupt):
+        say(
+            f"{engine.model.id} ({reply_format.name} format, at most {engine.max_actions} tool call"
+            f"{'s' if engine.max_actions > 1 else ''} per reply) at {base_url(sock)}"
+        )
+        run(app, sock)
 
 
 def _log_requests_to_stderr() -> None:

@@ -35,9 +35,6 @@ class Tool:
     # What to add when the model makes the same call again, given its arguments and earlier result:
     # more than it saw the first time, since seeing the same again rarely changes its next step.
     on_repeat: Callable[[dict[str, Any], str], str | None] | None = None
-    # Its result is worked out from the arguments alone (the calculator), not looked up anywhere:
-    # no answer can be missing from it, so the grounding check has nothing to hold an answer to.
-    computes: bool = False
     # For a tool that changes files: raises ToolError when the call could not apply as written (its
     # text not in the file, say), so it is refused before anyone is asked to approve it.
     dry_run: Callable[[dict[str, Any]], None] | None = None
@@ -100,7 +97,6 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         changes_files: bool = False,
-        computes: bool = False,
         check: Callable[[Any], None] | None = None,
     ) -> Tool:
         """A tool from a typed function; a parameter named `cancel` receives the run's CancelToken.
@@ -120,7 +116,7 @@ class Tool:
             description=description or _first_paragraph(function.__doc__),
             parameters=schema_of(model),
         )
-        return cls(spec, pydantic_validator(model, check), invoke, changes_files, computes=computes)
+        return cls(spec, pydantic_validator(model, check), invoke, changes_files)
 
     @classmethod
     def from_spec(cls, spec: ToolSpec, function: Callable[..., Any]) -> Tool:

@@ -81,7 +81,7 @@ def calculator(
 
 
 def calculator_tool() -> Tool:
-    return Tool.from_function(calculator, computes=True)
+    return Tool.from_function(calculator)
 
 
 def evaluate(expression: str) -> Number:

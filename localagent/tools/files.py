@@ -380,7 +380,7 @@ class FileTools:
         return "\n".join([heading, *shown])
 
     def _names_matching(self, real: Path, matches: Callable[[str], bool]) -> list[str]:
-        """Files below `real` whose path matches: a model searching for "app.toml" or ".csv" wants files."""
+        """Files below `real` whose path matches: a model searching for "server.ini" or ".csv" wants files."""
         if not real.is_dir():
             return []
         paths = (self.workspace.relative(file) for file in self._text_file_candidates(real))

@@ -2,8 +2,8 @@
 
 `select_tools` reads the CLI's `--tools` value (or a list of the same items, and of functions, pydantic
 models with `run()` and Tools, from Python), a comma-separated list of:
-  a built-in name   list_dir, read_file, search_text, calculator, query_tables, write_file,
-                    replace_in_file
+  a built-in name   list_dir, read_file, search_text, calculator, query_tables, run_python,
+                    write_file, replace_in_file
   default           list_dir, read_file, search_text, calculator (query_tables, read-only too, is
                     named when wanted: it lures a small model into SQL on files that are no tables)
   edit              every built-in tool that changes files
@@ -32,6 +32,7 @@ from localagent.errors import LocalagentError
 from localagent.tools.base import Tool
 from localagent.tools.calculator import calculator_tool
 from localagent.tools.files import FileTools
+from localagent.tools.python_code import PythonRunner
 from localagent.tools.spec import schema_problem
 from localagent.tools.tables import TableQuery
 from localagent.tools.workspace import Workspace
@@ -43,7 +44,7 @@ ToolsArgument = str | Sequence[ToolItem] | None
 KEYWORDS = ("default", "edit", "all", "none")
 TOOLS_OPTION_HELP = (
     "Comma-separated tools: built-in names (list_dir, read_file, search_text, calculator, query_tables, "
-    "write_file, replace_in_file), 'default' (list_dir, read_file, search_text and calculator), "
+    "run_python, write_file, replace_in_file), 'default' (list_dir, read_file, search_text and calculator), "
     "'edit' (every tool that changes files), 'all', "
     "'none', or your own as module:function or path/to/file.py:function. Example: default,edit"
 )
@@ -54,7 +55,12 @@ class ToolLoadError(LocalagentError):
 
 
 def builtin_tools(workspace: Workspace) -> dict[str, Tool]:
-    tools = [*FileTools(workspace).tools(), calculator_tool(), TableQuery(workspace).tool()]
+    tools = [
+        *FileTools(workspace).tools(),
+        calculator_tool(),
+        TableQuery(workspace).tool(),
+        PythonRunner(workspace).tool(),
+    ]
     return {tool.name: tool for tool in tools}
 
 
