@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -265,3 +266,52 @@ def test_ctrl_c_in_chat_is_back_at_the_prompt_within_a_second(tmp_path: Path) ->
     child.expect(pexpect.EOF)
     print(f"Ctrl-C back at the prompt after {', '.join(f'{w:.2f} s' for w in waits)}")
     assert max(waits) < 1.0, waits
+
+
+def test_a_repeated_call_is_shown_like_any_call(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    read = 'Thought: look\nAction: read_file\nAction Input: {"path": "a.txt"}\n'
+    model = script(tmp_path, [read, read, DONE])
+    child = spawn(["run", "read it", "--model", model], tmp_path)
+    child.logfile_read = shown = io.StringIO()
+    child.expect(pexpect.EOF)
+    text = shown.getvalue()
+    assert text.count('read_file {"path": "a.txt"}') == 2, text
+    assert "(repeated call)" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_live_line_counts_a_long_turn_on_a_terminal_and_is_gone_at_the_end(
+    tmp_path: Path, quiet: bool
+) -> None:
+    from localagent.models import EMBEDDED_MODEL
+
+    task = "Write a long story about a lighthouse keeper."
+    flags = [
+        "--model",
+        EMBEDDED_MODEL,
+        "--tools",
+        "none",
+        "--max-tokens",
+        "300",
+        *(["--quiet"] if quiet else []),
+    ]
+    child = spawn(["run", task, *flags], tmp_path)
+    child.timeout = 180
+    child.logfile_read = shown = io.StringIO()
+    child.expect(pexpect.EOF)
+    text = shown.getvalue()
+    assert re.search(r"\r  … \d+ s, \d+ tokens", text), text[-500:]
+    # Erased before the answer: spaces over the whole line, after its last count.
+    last = text.rindex(" tokens")
+    assert re.search(r"\r {10,}\r", text[last:]), text[last:][:200]
+    piped = subprocess.run(
+        [sys.executable, "-m", "localagent", "run", task, *flags],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert "…" not in piped.stderr and "\r" not in piped.stderr

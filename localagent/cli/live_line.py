@@ -14,7 +14,6 @@ from typing import TextIO
 import click
 
 TICK_SECONDS = 0.5
-ERASE = "\r\x1b[K"
 
 
 class LiveLine:
@@ -25,7 +24,7 @@ class LiveLine:
         self._lock = lock
         self._started: float | None = None
         self._tokens = 0
-        self._shown = False
+        self._shown = 0  # characters of the line on screen; spaces erase it on any terminal
         self._may_draw: Callable[[], bool] = lambda: True
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,8 +51,8 @@ class LiveLine:
     def erase(self) -> None:
         """Erase the line if it is on screen; callers hold the lock."""
         if self._shown:
-            self._write(ERASE)
-            self._shown = False
+            self._write("\r" + " " * self._shown + "\r")
+            self._shown = 0
 
     def close(self) -> None:
         self.stop()
@@ -68,5 +67,6 @@ class LiveLine:
                 if seconds < 1:
                     continue
                 tokens = f", {self._tokens} tokens" if self._tokens else ", reading the prompt"
-                self._write(ERASE + click.style(f"  … {seconds:.0f} s{tokens}", dim=True))
-                self._shown = True
+                text = f"  … {seconds:.0f} s{tokens}"
+                self._write("\r" + click.style(text.ljust(self._shown), dim=True))
+                self._shown = max(self._shown, len(text))
