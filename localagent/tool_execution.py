@@ -88,7 +88,6 @@ class ToolExecutor:
     failure_streaks: dict[str, int] = field(default_factory=dict)
     # Steps in a row whose every call repeated an earlier one: the model learned nothing new in them.
     repeat_streak: int = 0
-    refused_changes: int = 0  # changes the user did not approve
     _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
     _declined: set[tuple[str, str]] = field(default_factory=set)  # changes the user said no to
 
@@ -157,10 +156,6 @@ class ToolExecutor:
         """Whether the model must answer now: it repeated itself in too many steps in a row."""
         return self.repeat_streak >= REPEAT_STEPS_BEFORE_ANSWER
 
-    def turn_tools_on(self) -> None:
-        """Tools back on after repeats turned them off: the run was told of something left to do."""
-        self.repeat_streak = 0
-
     def _repeat_note(self) -> str:
         # The note a repeat gets assumes the whole step repeats; the next step's tool choice follows it.
         final = self.repeat_streak + 1 >= REPEAT_STEPS_BEFORE_ANSWER
@@ -176,7 +171,6 @@ class ToolExecutor:
         except ToolError as error:
             return _Outcome(prompts.tool_error(str(error)), True, counts_as_failure=True, announced=True)
         if key in self._declined or not self.approve(tool, request):
-            self.refused_changes += 1
             self._declined.add(key)
             return _Outcome(prompts.not_approved(tool.name), True, announced=True)
         outcome = self._call(request, cancel, announced=True)

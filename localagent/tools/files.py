@@ -75,11 +75,6 @@ OldText = Annotated[
 NewText = Annotated[str, Field(description="The text to put in its place")]
 
 
-# The built-in tools that change the workspace's files (an MCP tool that may change things asks for
-# approval as they do, but what it changes is its own business).
-FILE_EDITING_TOOLS = frozenset({"write_file", "replace_in_file"})
-
-
 class FileTools:
     """The file tools of one workspace; `tools()` turns them into Tool objects."""
 
