@@ -17,8 +17,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Agent": "localagent.agent",
     "opening_messages": "localagent.agent",
-    "RunStream": "localagent.run_stream",
-    "RunResult": "localagent.runner",
+    "RunStream": "localagent.loop.run_stream",
+    "RunResult": "localagent.loop.runner",
     "Settings": "localagent.settings",
     "SettingsError": "localagent.settings",
     "load_settings": "localagent.settings",
@@ -28,8 +28,8 @@ _EXPORTS = {
     "ToolLoadError": "localagent.tools.loading",
     "LocalagentError": "localagent.errors",
     "BackendError": "localagent.errors",
-    "CancelToken": "localagent.cancel",
-    "ModelTurn": "localagent.turn",
+    "CancelToken": "localagent.core.cancel",
+    "ModelTurn": "localagent.turn.model_turn",
 }
 __all__ = [
     "Agent",
@@ -52,15 +52,15 @@ __all__ = [
 
 if TYPE_CHECKING:
     from localagent.agent import Agent, opening_messages
-    from localagent.cancel import CancelToken
+    from localagent.core.cancel import CancelToken
     from localagent.errors import BackendError, LocalagentError
+    from localagent.loop.run_stream import RunStream
+    from localagent.loop.runner import RunResult
     from localagent.mcp_servers.spec import McpServer
-    from localagent.run_stream import RunStream
-    from localagent.runner import RunResult
     from localagent.settings import Settings, SettingsError, load_settings
     from localagent.tools.base import Tool, ToolError
     from localagent.tools.loading import ToolLoadError
-    from localagent.turn import ModelTurn
+    from localagent.turn.model_turn import ModelTurn
 
 
 def __getattr__(name: str) -> Any:

@@ -20,23 +20,23 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localagent import prompts
-from localagent.cancel import CancelToken
-from localagent.closing import ClosesOnExit
-from localagent.events import Event, EventSink, ignore_event
-from localagent.messages import Message, SystemMessage, UserMessage
-from localagent.models import Progress
-from localagent.run_stream import RunStream
-from localagent.runner import Runner, RunnerSettings, RunResult
+from localagent.core.cancel import CancelToken
+from localagent.core.closing import ClosesOnExit
+from localagent.core.events import Event, EventSink, ignore_event
+from localagent.core.messages import Message, SystemMessage, UserMessage
+from localagent.loop.run_stream import RunStream
+from localagent.loop.runner import Runner, RunnerSettings, RunResult
+from localagent.loop.tool_execution import Approver, approve_all, deny_all
+from localagent.loop.transcript import Transcript, TranscriptPathError
+from localagent.models.registry import Progress
 from localagent.settings import Settings, SettingsError, settings_with
-from localagent.tool_execution import Approver, approve_all, deny_all
 from localagent.tools.base import Tool
 from localagent.tools.files import workspace_listing
 from localagent.tools.loading import ToolsArgument, builtin_names, select_tools
 from localagent.tools.spec import dialect_note
 from localagent.tools.workspace import Workspace
-from localagent.transcript import Transcript, TranscriptPathError
-from localagent.turn import ModelTurn
+from localagent.turn import prompts
+from localagent.turn.model_turn import ModelTurn
 
 if TYPE_CHECKING:
     from localagent.mcp_servers.toolset import McpToolset, ServedTool

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from localagent.messages import Usage
+    from localagent.core.messages import Usage
 
 FormatProblem = Literal["unparsable", "cut_off", "no_required_call", "empty"]
 

@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from localagent import paths
+from localagent.core import paths
+from localagent.core.user_files import read_user_text
 from localagent.errors import LocalagentError
 from localagent.mcp_servers.spec import McpServer
-from localagent.models import DEFAULT_MODEL
-from localagent.user_files import read_user_text
+from localagent.models.registry import DEFAULT_MODEL
 
 HTTP_TIMEOUT = 60.0  # seconds per HTTP request, for the settings and the HTTP turns alike
 

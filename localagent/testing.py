@@ -29,9 +29,9 @@ from typing import Any, Literal
 import pytest
 
 from localagent.backends.scripted import ScriptedTurn, ScriptItem
+from localagent.core.messages import Final, ToolChoice, ToolRequests, parse_tool_choice
 from localagent.errors import RecoverableTurnError
-from localagent.formats.base import ReplyFormat, ReplyGrammar
-from localagent.messages import Final, ToolChoice, ToolRequests, parse_tool_choice
+from localagent.formats.base import HowWritten, ReplyFormat, ReplyGrammar
 from localagent.tools.loading import ToolsArgument, select_tools
 from localagent.tools.spec import ToolSpec
 from localagent.tools.workspace import Workspace
@@ -81,7 +81,7 @@ def reply_grammar(
     `tools` is what `Agent(tools=...)` takes, or a list of ToolSpecs. The format is the text-tag
     format of the embedded model unless `reply_format` gives another (e.g. `ToolCallFormat`).
     """
-    from localagent.formats.react import ReactFormat
+    from localagent.formats.react.format import ReactFormat
 
     specs = _specs(tools)
     return (reply_format or ReactFormat()).grammar(specs, _choice(tool_choice))
@@ -97,14 +97,12 @@ def assert_grammar_accepts(
 ) -> Final | ToolRequests:
     """Assert the grammar for `tools` lets a model write `reply`, in each engine; returns the reply
     as the agent reads it, so a test can check the arguments too."""
-    from localagent.formats.react import ReactFormat
+    from localagent.formats.react.format import ReactFormat
 
     reply_format = reply_format or ReactFormat()
     _judge(reply_grammar(tools, tool_choice, reply_format), reply, engines, accept=True)
     try:
-        parsed = reply_format.parse(
-            reply, _specs(tools), _choice(tool_choice), constrained=True, cut_off=False, token_limit=None
-        )
+        parsed = reply_format.parse(reply, _specs(tools), _choice(tool_choice), HowWritten())
     except RecoverableTurnError as error:
         raise AssertionError(
             f"the grammar accepts {reply!r}, but the agent cannot read it: {error}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.models import models_dir
+from localagent.models.registry import models_dir
 
 # Where `localagent models pull` put the user's models, before the session's own home replaces it:
 # tests read pulled instruct models from there and never write to it.

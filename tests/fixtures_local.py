@@ -10,7 +10,7 @@ import pytest
 from localagent.backends.decoding import LlamaSession
 from localagent.backends.llama_runtime import LoadSettings, load_llama
 from localagent.errors import ModelUnavailable
-from localagent.models import EMBEDDED_MODEL, ResolvedModel, load_registry, resolve_model
+from localagent.models.registry import EMBEDDED_MODEL, ResolvedModel, load_registry, resolve_model
 from localagent.tools import Tool, Workspace, select_tools
 
 INSTRUCT_MODEL = "qwen2.5-coder-1.5b-instruct"

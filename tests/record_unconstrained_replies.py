@@ -25,11 +25,11 @@ from typing import Any
 from localagent.backends.factory import open_backend
 from localagent.backends.reply import Reply, TextGenerator
 from localagent.backends.text_turn import TextTurn
-from localagent.cancel import CancelToken
-from localagent.events import TurnEventSink
+from localagent.core.cancel import CancelToken
+from localagent.core.events import TurnEventSink
+from localagent.core.messages import Final, Message, SystemMessage, ToolChoice, ToolRequests, UserMessage
 from localagent.formats.base import Prompt, ReplyGrammar, TextSink
-from localagent.messages import Final, Message, SystemMessage, ToolChoice, ToolRequests, UserMessage
-from localagent.runner import Runner, RunnerSettings
+from localagent.loop.runner import Runner, RunnerSettings
 from localagent.settings import Settings
 from localagent.tools.loading import select_tools
 from localagent.tools.spec import ToolSpec

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.models import EMBEDDED_MODEL, resolve_model
+from localagent.models.registry import EMBEDDED_MODEL, resolve_model
 
 STARTUP_SECONDS = 180
 KEY_VARIABLE = "LOCALAGENT_TEST_SERVE_KEY"

@@ -13,15 +13,15 @@ import pytest
 
 from localagent import Agent, LocalagentError, RunResult, Settings, SettingsError, Tool, ToolLoadError
 from localagent.backends.scripted import ScriptedTurn
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
+from localagent.core.events import RunFinished, RunStarted, ToolFinished, ToolStarted, TurnStarted
+from localagent.core.messages import SystemMessage, ToolMessage, ToolRequest, UserMessage
 from localagent.errors import ModelNotFound
-from localagent.events import RunFinished, RunStarted, ToolFinished, ToolStarted, TurnStarted
-from localagent.messages import SystemMessage, ToolMessage, ToolRequest, UserMessage
-from localagent.prompts import SYSTEM_PROMPT, first_task
+from localagent.loop.transcript import TranscriptError, read_messages
 from localagent.settings import load_settings
 from localagent.testing import answer, call
 from localagent.tools.workspace import WorkspaceError
-from localagent.transcript import TranscriptError, read_messages
+from localagent.turn.prompts import SYSTEM_PROMPT, first_task
 
 
 def word_count(text: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from localagent.cli.approval import TerminalApprover
-from localagent.messages import ToolRequest
+from localagent.core.messages import ToolRequest
 from localagent.tools.workspace import Workspace
 
 

@@ -12,11 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localagent.cancel import Cancelled, CancelToken
-from localagent.events import ToolFinished
-from localagent.messages import ToolRequest
-from localagent.prompts import REPEATED_CALL
-from localagent.tool_execution import ToolExecutor, deny_all
+from localagent.core.cancel import Cancelled, CancelToken
+from localagent.core.events import ToolFinished
+from localagent.core.messages import ToolRequest
+from localagent.loop.tool_execution import ToolExecutor, deny_all
 from localagent.tools import files
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.files import (
@@ -30,6 +29,7 @@ from localagent.tools.files import (
     FileTools,
 )
 from localagent.tools.workspace import Workspace
+from localagent.turn.prompts import REPEATED_CALL
 
 
 @pytest.fixture

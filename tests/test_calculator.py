@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.tools.base import ToolError
 from localagent.tools.calculator import MAX_EXPRESSION_CHARS, calculator, calculator_tool
 

@@ -9,14 +9,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from localagent.core.messages import AssistantMessage, ToolRequest, ToolRequests
+from localagent.formats.base import HowWritten
 from localagent.formats.call_stream import ArgumentsDelta, CallEvent, CallStarted
 from localagent.formats.chat_template import ChatTemplate
-from localagent.formats.react import ReactFormat
-from localagent.formats.tool_call import ToolCallFormat
-from localagent.formats.tool_call_grammar import BARE_JSON, JSON_FENCE, TOOL_CALL_TAGS, Wrapper
-from localagent.formats.tool_call_parser import render_calls
-from localagent.messages import AssistantMessage, ToolRequest, ToolRequests
-from localagent.texttag.render import render_reply
+from localagent.formats.react.format import ReactFormat
+from localagent.formats.react.render import render_reply
+from localagent.formats.tool_call.format import ToolCallFormat
+from localagent.formats.tool_call.grammar import BARE_JSON, JSON_FENCE, TOOL_CALL_TAGS, Wrapper
+from localagent.formats.tool_call.parser import render_calls
 
 NAMES = st.sampled_from(["read_file", "calculator", "search_text", "a.b-c_d"])
 JSON_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)
@@ -76,7 +77,7 @@ def test_react_reader_agrees_with_the_parser_however_the_reply_is_split(
 ) -> None:
     reply_format = ReactFormat(max_actions=3)
     text = render_reply(AssistantMessage(reasoning=thought, tool_requests=requests_for(calls)))
-    parsed = reply_format.parse(text, [], "auto", constrained=True, cut_off=False, token_limit=None).result
+    parsed = reply_format.parse(text, [], "auto", HowWritten()).result
     assert isinstance(parsed, ToolRequests)
     expected = [(request.name, request.raw_arguments) for request in parsed.requests]
     assert calls_of(reply_format.calls, split(text, cuts)) == expected
@@ -95,7 +96,7 @@ def test_wrapped_call_reader_agrees_with_the_parser_however_the_reply_is_split(
 ) -> None:
     reply_format = ToolCallFormat(TEMPLATE, max_actions=3, wrapper=wrapper)
     text = (f"{preface}\n\n" if preface else "") + render_calls(requests_for(calls), wrapper)
-    parsed = reply_format.parse(text, [], "auto", constrained=True, cut_off=False, token_limit=None).result
+    parsed = reply_format.parse(text, [], "auto", HowWritten()).result
     assert isinstance(parsed, ToolRequests)
     expected = [(request.name, request.raw_arguments) for request in parsed.requests]
     assert calls_of(reply_format.calls, split(text, cuts)) == expected

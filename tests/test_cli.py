@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from localagent.cli import cli
 from localagent.cli.helpdoc import with_reference
-from localagent.transcript import read_messages
+from localagent.loop.transcript import read_messages
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -423,7 +423,7 @@ def test_the_readme_opens_with_the_two_setup_commands() -> None:
 
 
 def test_grammar_show_and_test_default_to_what_runs_on_the_default_model_use(tmp_path: Path) -> None:
-    from localagent.models import DEFAULT_MODEL, load_registry
+    from localagent.models.registry import DEFAULT_MODEL, load_registry
     from localagent.settings import Settings
 
     fmt, actions = load_registry()[DEFAULT_MODEL].prompt_format, Settings().max_actions

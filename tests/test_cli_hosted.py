@@ -26,8 +26,8 @@ from openai_chunks import call_chunks, chunk, reasoning_chunks, text_chunks
 from replay_server import ReplayServer, Reply
 
 from localagent.cli import main
-from localagent.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
-from localagent.transcript import read_messages
+from localagent.core.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
+from localagent.loop.transcript import read_messages
 
 KEY_ENV = "TEST_LLM_API_KEY"
 API_KEY = "sk-cli-secret-0042"

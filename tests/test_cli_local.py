@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.models import DEFAULT_MODEL
+from localagent.models.registry import DEFAULT_MODEL
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localagent.context import ContextOverflow, elide_observations
-from localagent.messages import (
+from localagent.core.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -18,7 +17,8 @@ from localagent.messages import (
     ToolRequest,
     UserMessage,
 )
-from localagent.prompts import ELIDED_OBSERVATION as ELIDED
+from localagent.turn.context import ContextOverflow, elide_observations
+from localagent.turn.prompts import ELIDED_OBSERVATION as ELIDED
 
 
 def size(history: Sequence[Message]) -> int:

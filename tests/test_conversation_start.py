@@ -18,9 +18,9 @@ from localagent.backends.decoding import LlamaSession
 from localagent.backends.llama_runtime import load_llama
 from localagent.backends.local_generator import LocalSettings, StepRecord
 from localagent.backends.local_turn import open_local_turn
-from localagent.cancel import CancelToken
-from localagent.messages import Message, SystemMessage, UserMessage
-from localagent.models import ResolvedModel
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import Message, SystemMessage, UserMessage
+from localagent.models.registry import ResolvedModel
 from localagent.tools import Tool
 
 pytestmark = pytest.mark.slow

@@ -16,11 +16,11 @@ from localagent.backends.local_generator import LocalSettings
 from localagent.backends.local_turn import open_local_turn
 from localagent.backends.text_turn import TextTurn
 from localagent.backends.token_reuse import TokenReuse
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import Message, SystemMessage, UserMessage
+from localagent.core.paths import cache_dir
 from localagent.errors import RecoverableTurnError
-from localagent.messages import Message, SystemMessage, UserMessage
-from localagent.models import ResolvedModel
-from localagent.paths import cache_dir
+from localagent.models.registry import ResolvedModel
 from localagent.tools import Tool, Workspace, select_tools
 
 

@@ -17,11 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from localagent.backends.scripted import ScriptedTurn
-from localagent.cancel import CancelToken
 from localagent.cli import cli
-from localagent.evaluation.task_run import run_suite
-from localagent.evaluation.tasks import load_suite
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import (
     Final,
     Message,
     SystemMessage,
@@ -30,6 +28,8 @@ from localagent.messages import (
     ToolRequests,
     UserMessage,
 )
+from localagent.evaluation.task_run import run_suite
+from localagent.evaluation.tasks import load_suite
 from localagent.tools.spec import ToolSpec
 
 SUITE = load_suite()

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from server_processes import free_port
 
 from localagent.cli import cli
-from localagent.models import EMBEDDED_MODEL
+from localagent.models.registry import EMBEDDED_MODEL
 
 
 def run_cli(*args: str) -> tuple[int, str]:

@@ -16,13 +16,7 @@ import pytest
 from sample_specs import CALCULATOR, CLOCK, SEARCH
 from tiny_gguf import QWEN_TEMPLATE, SMOLLM_TEMPLATE
 
-from localagent import prompts
-from localagent.errors import RecoverableTurnError
-from localagent.formats.base import Prompt, ReplyFormat
-from localagent.formats.chat_template import ChatTemplate
-from localagent.formats.react import ReactFormat
-from localagent.formats.tool_call import ToolCallFormat
-from localagent.messages import (
+from localagent.core.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -32,7 +26,13 @@ from localagent.messages import (
     UserMessage,
     assistant_message_for,
 )
+from localagent.errors import RecoverableTurnError
+from localagent.formats.base import HowWritten, Prompt, ReplyFormat
+from localagent.formats.chat_template import ChatTemplate
+from localagent.formats.react.format import ReactFormat
+from localagent.formats.tool_call.format import ToolCallFormat
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 QWEN = ChatTemplate(QWEN_TEMPLATE, "<|endoftext|>", "<|im_end|>")
 SMOLLM = ChatTemplate(SMOLLM_TEMPLATE, "<|im_start|>", "<|im_end|>")
@@ -159,9 +159,7 @@ def run(setup: Setup, choice: ToolChoice = "auto") -> tuple[list[Prompt], list[s
         rendered.append(setup.reply_format.render(history, TOOLS))
         written.append(text)
         try:
-            parsed = setup.reply_format.parse(
-                text, TOOLS, choice, constrained=True, cut_off=cut_off, token_limit=64
-            )
+            parsed = setup.reply_format.parse(text, TOOLS, choice, HowWritten(True, cut_off, 64))
         except RecoverableTurnError as error:
             assert cut_off
             history += [

@@ -14,13 +14,13 @@ from localagent.agent import opening_messages
 from localagent.backends.llama_runtime import LoadSettings
 from localagent.backends.local_generator import LocalSettings
 from localagent.backends.local_turn import open_local_turn
-from localagent.formats.tool_call import ToolCallFormat
-from localagent.messages import (
+from localagent.core.messages import (
     Final,
     NamedToolChoice,
     ToolChoice,
 )
-from localagent.models import ResolvedModel
+from localagent.formats.tool_call.format import ToolCallFormat
+from localagent.models.registry import ResolvedModel
 from localagent.tools import Tool
 
 pytestmark = pytest.mark.slow

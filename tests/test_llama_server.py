@@ -20,8 +20,8 @@ from server_processes import ServerProcess
 
 from localagent.backends.openai_chat import OpenAIChatTurn
 from localagent.backends.openai_http import SamplingParams
-from localagent.cancel import CancelToken
-from localagent.messages import NamedToolChoice, SystemMessage, ToolRequests, UserMessage
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import NamedToolChoice, SystemMessage, ToolRequests, UserMessage
 from localagent.tools.calculator import calculator_tool
 
 pytestmark = pytest.mark.slow

@@ -8,9 +8,8 @@ from localagent.backends.decoding import PREFILL_CHUNK, LlamaSession, Sampling
 from localagent.backends.local_generator import LocalGenerator, LocalSettings
 from localagent.backends.local_turn import open_local_turn
 from localagent.backends.text_turn import TextTurn
-from localagent.cancel import CancelToken
-from localagent.errors import RecoverableTurnError
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import (
     Final,
     Message,
     NamedToolChoice,
@@ -20,10 +19,11 @@ from localagent.messages import (
     UserMessage,
     assistant_message_for,
 )
-from localagent.models import ResolvedModel
-from localagent.texttag.grammar import build_grammar
-from localagent.texttag.parser import parse_reply
-from localagent.texttag.render import prompt_turns, render_plain
+from localagent.errors import RecoverableTurnError
+from localagent.formats.react.grammar import build_grammar
+from localagent.formats.react.parser import parse_reply
+from localagent.formats.react.render import prompt_turns, render_plain
+from localagent.models.registry import ResolvedModel
 from localagent.tools import InvalidArguments, Tool
 
 pytestmark = pytest.mark.slow
@@ -158,7 +158,7 @@ def test_cut_off_output_becomes_a_recoverable_error(
 
 
 def test_cancel_between_tokens(embedded_model: ResolvedModel, default_tools: list[Tool]) -> None:
-    from localagent.cancel import Cancelled
+    from localagent.core.cancel import Cancelled
 
     turn = make_turn(embedded_model, max_tokens=200)
     cancel = CancelToken()

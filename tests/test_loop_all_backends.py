@@ -17,11 +17,11 @@ from replay_server import ReplayServer
 
 from localagent.backends.openai_chat import OpenAIChatTurn
 from localagent.backends.scripted import ScriptedTurn, ScriptItem
-from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
-from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
-from localagent.runner import Runner, RunnerSettings, RunResult
+from localagent.core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from localagent.loop.runner import Runner, RunnerSettings, RunResult
 from localagent.tools.base import Tool
-from localagent.turn import ModelTurn
+from localagent.turn.model_turn import ModelTurn
+from localagent.turn.prompts import REPEATED_CALL as REPEAT_NOTE
 
 BROKEN_JSON = '{"a": 2, "b": }'
 

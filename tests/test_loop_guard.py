@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from localagent import prompts
 from localagent.backends.decoding import is_looping
 from localagent.backends.reply import Reply
 from localagent.backends.text_turn import TextTurn
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import SystemMessage, UserMessage
 from localagent.errors import RecoverableTurnError
-from localagent.formats.react import ReactFormat
-from localagent.messages import SystemMessage, UserMessage
+from localagent.formats.react.format import ReactFormat
+from localagent.turn import prompts
 
 
 @pytest.mark.parametrize("period", [1, 2, 5, 16])

@@ -20,9 +20,9 @@ from localagent import Agent, McpServer
 from localagent.backends.decoding import LlamaSession
 from localagent.backends.local_turn import open_local_turn
 from localagent.backends.scripted import ScriptedTurn
-from localagent.cancel import CancelToken
-from localagent.events import RunFinished, ToolStarted
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.events import RunFinished, ToolStarted
+from localagent.core.messages import (
     AssistantMessage,
     Final,
     Message,
@@ -32,13 +32,13 @@ from localagent.messages import (
     ToolRequest,
     ToolRequests,
 )
-from localagent.models import ResolvedModel
+from localagent.loop.transcript import read_messages
+from localagent.models.registry import ResolvedModel
 from localagent.settings import load_settings
 from localagent.testing import answer, call
 from localagent.tools.base import Tool
 from localagent.tools.spec import ToolSpec
-from localagent.transcript import read_messages
-from localagent.turn import ModelTurn
+from localagent.turn.model_turn import ModelTurn
 
 SERVER = str(Path(__file__).parent / "mcp_test_server.py")
 PYTHON = sys.executable

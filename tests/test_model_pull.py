@@ -22,8 +22,8 @@ import pytest
 from fixtures_local import installed_model
 
 from localagent.errors import ModelUnavailable
-from localagent.model_sources import PinnedDistribution, PipSource, installed_files, parse_source
-from localagent.models import RegistryError, load_registry, parse_registry, resolve_model
+from localagent.models.registry import RegistryError, load_registry, parse_registry, resolve_model
+from localagent.models.sources import PinnedDistribution, PipSource, installed_files, parse_source
 
 PIECES = [os.urandom(3000 + 500 * number) for number in range(5)]
 WHOLE = b"".join(PIECES[:3])  # most tests use parts 1 to 3

@@ -14,15 +14,13 @@ import pytest
 from openai_chunks import MODEL, call_chunks, chunk, text_chunks, usage_chunk, whole_reply
 from replay_server import ReplayServer, Reply, load_cases, recorded_events, sse_event
 
-from localagent import prompts
 from localagent.backends.arguments import parse_tool_call
 from localagent.backends.openai_chat import OpenAIChatTurn, to_openai_messages, to_openai_tool_choice
 from localagent.backends.openai_http import SamplingParams
 from localagent.backends.scripted import ScriptedTurn
-from localagent.cancel import Cancelled, CancelToken
-from localagent.errors import BackendError, RecoverableTurnError
-from localagent.events import ContentDelta, Delta, Event, ReasoningDelta
-from localagent.messages import (
+from localagent.core.cancel import Cancelled, CancelToken
+from localagent.core.events import ContentDelta, Delta, Event, ReasoningDelta
+from localagent.core.messages import (
     AssistantMessage,
     Final,
     NamedToolChoice,
@@ -34,10 +32,12 @@ from localagent.messages import (
     Usage,
     UserMessage,
 )
-from localagent.runner import Runner
+from localagent.errors import BackendError, RecoverableTurnError
+from localagent.loop.runner import Runner
+from localagent.loop.transcript import Transcript, read_messages
 from localagent.tools.base import Tool
 from localagent.tools.spec import ToolSpec
-from localagent.transcript import Transcript, read_messages
+from localagent.turn import prompts
 
 API_KEY = "sk-test-secret-1234"
 CASES = load_cases()

@@ -14,15 +14,15 @@ from replay_server import ReplayServer
 from localagent.backends.openai_completions import GrammarField, completions_turn
 from localagent.backends.openai_http import SamplingParams
 from localagent.backends.text_turn import TextTurn
-from localagent.cancel import Cancelled, CancelToken
+from localagent.core.cancel import Cancelled, CancelToken
+from localagent.core.events import ContentDelta, Delta, Event, ReasoningDelta
+from localagent.core.messages import Final, Message, SystemMessage, ToolRequests, Usage, UserMessage
 from localagent.errors import BackendError, RecoverableTurnError
-from localagent.events import ContentDelta, Delta, Event, ReasoningDelta
-from localagent.messages import Final, Message, SystemMessage, ToolRequests, Usage, UserMessage
-from localagent.runner import Runner
-from localagent.texttag.grammar import GrammarOptions, build_grammar
-from localagent.texttag.render import prompt_turns, render_plain
+from localagent.formats.react.grammar import GrammarOptions, build_grammar
+from localagent.formats.react.render import prompt_turns, render_plain
+from localagent.loop.runner import Runner
+from localagent.loop.transcript import Transcript, read_messages
 from localagent.tools.base import Tool
-from localagent.transcript import Transcript, read_messages
 
 API_KEY = "sk-test-secret-5678"
 

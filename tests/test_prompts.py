@@ -1,4 +1,4 @@
-"""Every model-facing string in localagent/prompts.py, rendered: none is empty, none leaks a
+"""Every model-facing string in localagent/turn/prompts.py, rendered: none is empty, none leaks a
 placeholder, and none holds a made-up value a small model could copy into an unrelated answer."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from localagent import prompts
-from localagent.cancel import CancelToken
-from localagent.messages import NamedToolChoice
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import NamedToolChoice
 from localagent.tools.loading import builtin_tools
 from localagent.tools.spec import ToolSpec
 from localagent.tools.workspace import Workspace
+from localagent.turn import prompts
 
 TOOLS = [
     ToolSpec(

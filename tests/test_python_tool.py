@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.tools import python_code
 from localagent.tools.base import ToolError
 from localagent.tools.loading import select_tools

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from localagent.backends.scripted import ScriptedTurn
-from localagent.cancel import CancelToken
-from localagent.errors import BackendError, RecoverableTurnError
-from localagent.events import Event, ToolFinished, ToolStarted
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.events import Event, ToolFinished, ToolStarted
+from localagent.core.messages import (
     HISTORY,
     AssistantMessage,
     Final,
@@ -23,11 +22,12 @@ from localagent.messages import (
     Usage,
     UserMessage,
 )
-from localagent.prompts import REPEATED_AGAIN, answer_now, first_task
-from localagent.prompts import REPEATED_CALL as REPEAT_NOTE
-from localagent.runner import Runner, RunnerSettings
+from localagent.errors import BackendError, RecoverableTurnError
+from localagent.loop.runner import Runner, RunnerSettings
+from localagent.loop.transcript import Transcript, read_messages
 from localagent.tools.base import Tool, ToolError
-from localagent.transcript import Transcript, read_messages
+from localagent.turn.prompts import REPEATED_AGAIN, answer_now, first_task
+from localagent.turn.prompts import REPEATED_CALL as REPEAT_NOTE
 
 
 def add(a: int, b: int) -> str:

@@ -28,7 +28,7 @@ from openai.types.chat import ChatCompletionChunk
 from server_processes import ServerProcess, localagent_server
 from tiny_server import CALCULATOR, READ_FILE
 
-from localagent.models import DEFAULT_MODEL, EMBEDDED_MODEL, ResolvedModel
+from localagent.models.registry import DEFAULT_MODEL, EMBEDDED_MODEL, ResolvedModel
 
 pytestmark = pytest.mark.slow
 

@@ -13,10 +13,8 @@ from pydantic import ValidationError
 
 from localagent.backends.openai_chat import to_openai_messages
 from localagent.backends.openai_stream import StreamedReply
-from localagent.errors import RecoverableTurnError
-from localagent.events import ContentDelta, ReasoningDelta
-from localagent.formats.call_stream import ArgumentsDelta, CallStarted
-from localagent.messages import (
+from localagent.core.events import ContentDelta, ReasoningDelta
+from localagent.core.messages import (
     AssistantMessage,
     Final,
     Message,
@@ -27,6 +25,8 @@ from localagent.messages import (
     Usage,
     UserMessage,
 )
+from localagent.errors import RecoverableTurnError
+from localagent.formats.call_stream import ArgumentsDelta, CallStarted
 from localagent.serve.chat_input import read_messages, turn_input
 from localagent.serve.chat_reply import ChatReply, ReplyHeader
 from localagent.serve.chat_request import ChatRequest

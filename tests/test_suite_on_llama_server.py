@@ -20,7 +20,7 @@ import pytest
 from fixtures_local import installed_model
 from server_processes import ServerProcess, serving_with_llama_cpp
 
-from localagent.models import DEFAULT_MODEL
+from localagent.models.registry import DEFAULT_MODEL
 
 pytestmark = pytest.mark.slow
 

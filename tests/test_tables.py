@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.cancel import Cancelled, CancelToken
+from localagent.core.cancel import Cancelled, CancelToken
 from localagent.tools import tables
 from localagent.tools.base import InvalidArguments, ToolError
 from localagent.tools.loading import select_tools

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from localagent.backends.scripted import ScriptedTurn
+from localagent.core.messages import Message, SystemMessage, ToolMessage, UserMessage
 from localagent.evaluation.task_checks import answer_problems, check_run, numbers_in, whole_word
 from localagent.evaluation.task_run import TaskResult, run_task
 from localagent.evaluation.tasks import CATEGORIES, SuiteError, Task, load_suite
-from localagent.messages import Message, SystemMessage, ToolMessage, UserMessage
+from localagent.loop.transcript import read_messages
 from localagent.tools.loading import select_tools
 from localagent.tools.workspace import Workspace
-from localagent.transcript import read_messages
 
 SUITE = load_suite()
 TASKS = {task.id: task for task in SUITE.tasks}

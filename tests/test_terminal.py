@@ -13,7 +13,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from localagent.transcript import read_messages
+from localagent.loop.transcript import read_messages
 
 WRITE = 'Thought: save it\nAction: write_file\nAction Input: {"path": "out.txt", "content": "hello"}\n'
 DONE = "Thought: done\nFinal Answer: finished"
@@ -113,7 +113,7 @@ def test_chat_keeps_history_and_answers_slash_commands(tmp_path: Path) -> None:
 
 def test_first_ctrl_c_cancels_cleanly_and_keeps_the_transcript(tmp_path: Path) -> None:
     (tmp_path / "slow.py").write_text(
-        "from localagent.cancel import CancelToken\n\n"
+        "from localagent.core.cancel import CancelToken\n\n"
         "def wait(seconds: float, cancel: CancelToken) -> str:\n"
         '    """Wait, unless cancelled."""\n'
         '    return "cancelled" if cancel.wait(seconds) else "waited"\n'
@@ -243,7 +243,7 @@ def test_a_declined_edit_made_again_is_not_asked_about_again(tmp_path: Path) -> 
 def test_ctrl_c_in_chat_is_back_at_the_prompt_within_a_second(tmp_path: Path) -> None:
     import time
 
-    from localagent.models import EMBEDDED_MODEL
+    from localagent.models.registry import EMBEDDED_MODEL
 
     child = spawn(["chat", "--model", EMBEDDED_MODEL, "--tools", "none", "--max-tokens", "2000"], tmp_path)
     child.timeout = 120

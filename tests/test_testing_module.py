@@ -12,7 +12,7 @@ from pydantic import Field
 
 from localagent import Agent
 from localagent.backends.scripted import ScriptedTurn
-from localagent.messages import Final, ToolRequests
+from localagent.core.messages import Final, ToolRequests
 from localagent.testing import answer, assert_grammar_accepts, assert_grammar_rejects, call, reply_grammar
 from localagent.tools.spec import ToolSpec
 

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from localagent.errors import RecoverableTurnError
-from localagent.messages import (
+from localagent.core.messages import (
     HISTORY,
     AssistantMessage,
     Final,
@@ -22,9 +21,10 @@ from localagent.messages import (
     ToolRequests,
     assistant_message_for,
 )
-from localagent.texttag.parser import ParsedReply, parse_reply
-from localagent.texttag.render import render_reply
-from localagent.texttag.reply import cut_at_observation
+from localagent.errors import RecoverableTurnError
+from localagent.formats.react.parser import ParsedReply, parse_reply
+from localagent.formats.react.render import render_reply
+from localagent.formats.react.reply import cut_at_observation
 from localagent.tools.spec import TOOL_NAME, ToolSpec
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,14 +13,14 @@ import pytest
 from lark import Lark
 from sample_specs import CALCULATOR, CLOCK, SEARCH, WRITE_FILE
 
-from localagent import prompts
+from localagent.core.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
 from localagent.errors import RecoverableTurnError
-from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent.texttag.grammar import GrammarOptions, build_grammar
-from localagent.texttag.loose_json import JsonUnreadable, load_json, read_json_object
-from localagent.texttag.parser import ParsedReply, parse_reply, strict_parts
-from localagent.texttag.reply import Unparsable, cut_at_observation
+from localagent.formats.loose_json import JsonUnreadable, load_json, read_json_object
+from localagent.formats.react.grammar import GrammarOptions, build_grammar
+from localagent.formats.react.parser import ParsedReply, parse_reply, strict_parts
+from localagent.formats.react.reply import Unparsable, cut_at_observation
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 TOOLS = [CALCULATOR, SEARCH, WRITE_FILE, CLOCK]
 NAMES = "calculator, search, write_file, clock"

@@ -24,10 +24,8 @@ from localagent.backends.llama_runtime import LoadSettings
 from localagent.backends.local_generator import Decoder, LocalSettings
 from localagent.backends.local_turn import ToolFormat, open_local_turn
 from localagent.backends.text_turn import TextTurn
-from localagent.cancel import CancelToken
-from localagent.errors import BackendError, RecoverableTurnError
-from localagent.formats.tool_call import ToolCallFormat
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import (
     Final,
     Message,
     NamedToolChoice,
@@ -38,9 +36,11 @@ from localagent.messages import (
     UserMessage,
     assistant_message_for,
 )
-from localagent.models import ResolvedModel
-from localagent.prompts import ELIDED_OBSERVATION as ELIDED
+from localagent.errors import BackendError, RecoverableTurnError
+from localagent.formats.tool_call.format import ToolCallFormat
+from localagent.models.registry import ResolvedModel
 from localagent.tools import Tool, Workspace, select_tools
+from localagent.turn.prompts import ELIDED_OBSERVATION as ELIDED
 
 SYSTEM = "You are a careful assistant."
 TASKS = ("What is 17 * 23?", "What is in notes.txt?", "Who wrote Hamlet?")

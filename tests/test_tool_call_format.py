@@ -21,16 +21,16 @@ from llguidance.gbnf_to_lark import gbnf_to_lark
 from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 from sample_specs import CALCULATOR, CLOCK, SEARCH
 
-from localagent import prompts
 from localagent.backends.decoding import LlamaSession
 from localagent.backends.guidance import Guidance
 from localagent.backends.llama_runtime import LoadSettings, load_llama
+from localagent.core.events import ContentDelta, Event, ReasoningDelta
+from localagent.core.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
 from localagent.errors import RecoverableTurnError
-from localagent.events import ContentDelta, Event, ReasoningDelta
 from localagent.formats.base import GrammarBuildError, ParsedReply, ReplyGrammar
 from localagent.formats.chat_template import ChatTemplate
-from localagent.formats.tool_call import ToolCallFormat
-from localagent.formats.tool_call_grammar import (
+from localagent.formats.tool_call.format import ToolCallFormat
+from localagent.formats.tool_call.grammar import (
     JSON_FENCE,
     TOOL_CALL_TAGS,
     WRAPPERS,
@@ -38,9 +38,9 @@ from localagent.formats.tool_call_grammar import (
     Wrapper,
     build_tool_call_grammar,
 )
-from localagent.formats.tool_call_parser import parse_tool_call_reply, render_calls
-from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
+from localagent.formats.tool_call.parser import parse_tool_call_reply, render_calls
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 TOOLS = [CALCULATOR, SEARCH, CLOCK]
 CHOICES: dict[str, ToolChoice] = {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.errors import LocalagentError
 from localagent.tools.loading import (
     DEFAULT_TOOLS,

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from localagent import prompts
+from localagent.core.messages import Final, ToolRequests, parse_tool_choice
 from localagent.errors import RecoverableTurnError
-from localagent.messages import Final, ToolRequests, parse_tool_choice
-from localagent.texttag.parser import parse_reply
-from localagent.tool_execution import choice_refusal, request_problem
+from localagent.formats.react.parser import parse_reply
+from localagent.loop.tool_execution import choice_refusal, request_problem
 from localagent.tools.base import Tool
 from localagent.tools.spec import load_tool_specs
+from localagent.turn import prompts
 
 DATA = Path(__file__).parent / "data"
 CORPUS = [json.loads(line) for line in (DATA / "unconstrained_replies.jsonl").read_text("utf-8").splitlines()]

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from localagent.cli import main
 from localagent.evaluation.bfcl_functions import load_questions
+from localagent.formats.react.grammar import build_grammar
 from localagent.settings import FIELDS
-from localagent.texttag.grammar import build_grammar
 from localagent.tools.loading import select_tools
 from localagent.tools.workspace import Workspace
 

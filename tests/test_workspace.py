@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.errors import LocalagentError
 from localagent.tools.base import ToolError
 from localagent.tools.files import NOTHING_FOUND_ADVICE, FileTools

@@ -18,7 +18,7 @@ from localagent.backends.decoding import Sampling
 from localagent.backends.llama_runtime import LoadSettings
 from localagent.backends.local_generator import LocalSettings
 from localagent.backends.local_turn import ToolFormat, open_local_turn
-from localagent.models import ResolvedModel
+from localagent.models.registry import ResolvedModel
 from localagent.serve.app import build_app
 from localagent.serve.engine import Engine, ServedModel
 from localagent.serve.generation import Generation

@@ -9,8 +9,8 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from localagent.cancel import CancelToken
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import (
     Final,
     Message,
     NamedToolChoice,
@@ -18,9 +18,9 @@ from localagent.messages import (
     ToolRequests,
     assistant_message_for,
 )
-from localagent.tool_execution import ToolExecutor
+from localagent.loop.tool_execution import ToolExecutor
 from localagent.tools import InvalidArguments, Tool
-from localagent.turn import ModelTurn
+from localagent.turn.model_turn import ModelTurn
 
 
 def assert_well_formed(result: Final | ToolRequests, tools: Sequence[Tool], choice: ToolChoice) -> None:

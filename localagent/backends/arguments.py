@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from localagent.messages import ToolRequest
+from localagent.core.messages import ToolRequest
 
 
 def parse_tool_call(request_id: str, name: str, raw_arguments: str) -> ToolRequest:

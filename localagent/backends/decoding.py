@@ -17,7 +17,7 @@ import numpy as np
 from llguidance import LLMatcher
 from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.errors import BackendError
 
 # loop: the reply kept repeating the same few tokens, and was stopped before it reached the limit.

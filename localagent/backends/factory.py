@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from localagent.models import Progress, resolve_model
+from localagent.models.registry import Progress, resolve_model
 from localagent.settings import Settings
-from localagent.turn import ModelTurn
+from localagent.turn.model_turn import ModelTurn
 
 Notice = Callable[[str], None]
 
@@ -78,7 +78,7 @@ def _local_chat_template(model: str) -> Any:
     from localagent.backends.gguf_header import GGUFHeaderError, chat_template
     from localagent.errors import LocalagentError
     from localagent.formats.chat_template import ChatTemplate
-    from localagent.models import load_registry
+    from localagent.models.registry import load_registry
 
     entry = load_registry().get(model)
     if entry is not None and entry.prompt_format != "chat":

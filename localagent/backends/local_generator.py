@@ -20,10 +20,10 @@ from localagent.backends.guidance import GrammarCompileError, Guidance
 from localagent.backends.prompt_cache import PromptCache
 from localagent.backends.reply import Reply
 from localagent.backends.token_reuse import TokenReuse
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import Usage
+from localagent.core.paths import cache_dir
 from localagent.formats.base import Prompt, ReplyGrammar, TextSink
-from localagent.messages import Usage
-from localagent.paths import cache_dir
 
 Decoder = Literal["llguidance", "gbnf", "none"]
 Notice = Callable[[str], None]

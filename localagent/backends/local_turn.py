@@ -11,9 +11,9 @@ from localagent.backends.text_turn import TextTurn
 from localagent.errors import LocalagentError
 from localagent.formats.base import ReplyFormat
 from localagent.formats.chat_template import ChatTemplate
-from localagent.formats.react import ReactFormat
-from localagent.formats.tool_call import ToolCallFormat
-from localagent.models import ResolvedModel
+from localagent.formats.react.format import ReactFormat
+from localagent.formats.tool_call.format import ToolCallFormat
+from localagent.models.registry import ResolvedModel
 
 ToolFormat = Literal["auto", "react", "tool_call"]
 TEMPLATE_KEY = "tokenizer.chat_template"

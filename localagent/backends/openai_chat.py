@@ -16,7 +16,6 @@ import openai
 from openai import Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from localagent import prompts
 from localagent.backends.openai_http import (
     DEFAULT_KEY_ENV,
     ErrorContext,
@@ -28,11 +27,9 @@ from localagent.backends.openai_http import (
     refused_options,
 )
 from localagent.backends.openai_stream import StreamedReply, completion_as_chunk, sum_usage
-from localagent.cancel import CancelToken
-from localagent.errors import RecoverableTurnError
-from localagent.events import DeltaSink, TurnEventSink
-from localagent.feedback import call_required, chat_result, native_reply_shapes
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.events import DeltaSink, TurnEventSink
+from localagent.core.messages import (
     AssistantMessage,
     Final,
     Message,
@@ -44,8 +41,11 @@ from localagent.messages import (
     ToolRequests,
     UserMessage,
 )
+from localagent.errors import RecoverableTurnError
 from localagent.settings import HTTP_TIMEOUT
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
+from localagent.turn.feedback import call_required, chat_result, native_reply_shapes
 
 # --- history -> request ---------------------------------------------------------------------------
 

@@ -34,10 +34,10 @@ from localagent.backends.openai_http import (
 from localagent.backends.openai_stream import StreamedText
 from localagent.backends.reply import Reply
 from localagent.backends.text_turn import TextTurn
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.errors import BackendError
 from localagent.formats.base import Prompt, ReplyFormat, ReplyGrammar, TextSink
-from localagent.formats.react import ReactFormat
+from localagent.formats.react.format import ReactFormat
 from localagent.settings import HTTP_TIMEOUT
 
 GrammarField = Literal["gbnf", "lark", "none"]

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 import httpx2
 import openai
 
-from localagent.cancel import Cancelled, CancelToken
+from localagent.core.cancel import Cancelled, CancelToken
 from localagent.errors import BackendError
 
 # Servers that need no key (llama.cpp, vLLM) still get one: the SDK refuses to start without it.

@@ -10,10 +10,10 @@ from typing import Any
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from localagent import prompts
 from localagent.backends.arguments import parse_tool_call
-from localagent.events import ContentDelta, DeltaSink, ReasoningDelta
-from localagent.messages import ToolRequest, Usage
+from localagent.core.events import ContentDelta, DeltaSink, ReasoningDelta
+from localagent.core.messages import ToolRequest, Usage
+from localagent.turn import prompts
 
 
 def new_request_id() -> str:

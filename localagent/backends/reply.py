@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import Usage
 from localagent.formats.base import Prompt, ReplyGrammar, TextSink
-from localagent.messages import Usage
 
 # end: the model (or its grammar) ended the reply; length: the token limit; loop: the reply kept
 # repeating itself and was stopped; interrupted: the connection dropped mid-reply.

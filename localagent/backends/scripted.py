@@ -14,19 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from localagent.backends.arguments import parse_tool_call
-from localagent.cancel import CancelToken
-from localagent.errors import BackendError, LocalagentError
-from localagent.events import ContentDelta, ReasoningDelta, TurnEventSink
-from localagent.feedback import chat_result
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.events import ContentDelta, ReasoningDelta, TurnEventSink
+from localagent.core.messages import (
     Final,
     Message,
     ToolChoice,
     ToolRequests,
 )
-from localagent.texttag.parser import parse_reply
+from localagent.core.user_files import read_user_text
+from localagent.errors import BackendError, LocalagentError
+from localagent.formats.react.parser import parse_reply
 from localagent.tools.spec import ToolSpec
-from localagent.user_files import read_user_text
+from localagent.turn.feedback import chat_result
 
 ScriptItem = str | dict[str, Any]
 

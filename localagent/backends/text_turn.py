@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from localagent import prompts
 from localagent.backends.reply import TextGenerator
-from localagent.cancel import Cancelled, CancelToken
-from localagent.context import ContextOverflow, elide_observations
+from localagent.core.cancel import Cancelled, CancelToken
+from localagent.core.events import ReplyNote, TokensGenerated, TurnEventSink
+from localagent.core.messages import Final, Message, ToolChoice, ToolRequests
 from localagent.errors import RecoverableTurnError
-from localagent.events import ReplyNote, TokensGenerated, TurnEventSink
-from localagent.formats.base import Prompt, ReplyFormat, TextSink
-from localagent.messages import Final, Message, ToolChoice, ToolRequests
+from localagent.formats.base import HowWritten, Prompt, ReplyFormat, TextSink
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
+from localagent.turn.context import ContextOverflow, elide_observations
 
 
 class TextTurn:
@@ -51,14 +51,9 @@ class TextTurn:
         if reply.stop == "interrupted":
             raise RecoverableTurnError(prompts.INTERRUPTED, reply.text, "cut_off", reply.usage)
         try:
-            parsed = self.format.parse(
-                reply.text,
-                tools,
-                tool_choice,
-                constrained=grammar is not None,
-                cut_off=reply.stop in ("length", "loop"),
-                token_limit=self.generator.max_tokens,
-            )
+            cut_off = reply.stop in ("length", "loop")
+            how = HowWritten(grammar is not None, cut_off, self.generator.max_tokens)
+            parsed = self.format.parse(reply.text, tools, tool_choice, how)
         except RecoverableTurnError as error:
             looped = reply.stop == "loop" and error.problem == "cut_off"
             feedback = prompts.LOOPING if looped else error.feedback

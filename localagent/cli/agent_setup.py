@@ -17,7 +17,7 @@ from localagent.cli.display import RunDisplay
 from localagent.cli.progress import ProgressReporter
 from localagent.settings import Settings
 from localagent.tools.workspace import Workspace
-from localagent.turn import ModelTurn
+from localagent.turn.model_turn import ModelTurn
 
 WORKSPACE_OPTION = click.option(
     "--workspace",

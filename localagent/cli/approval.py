@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import click
 
-from localagent.cancel import Cancelled
-from localagent.messages import ToolRequest
+from localagent.core.cancel import Cancelled
+from localagent.core.messages import ToolRequest
 from localagent.tools import files
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.workspace import Workspace

@@ -7,7 +7,7 @@ import json
 import click
 
 from localagent.cli.common import MODEL, int_option
-from localagent.models import resolve_model
+from localagent.models.registry import resolve_model
 
 
 @click.command()

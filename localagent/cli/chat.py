@@ -10,15 +10,15 @@ from typing import Any
 
 import click
 
-from localagent import paths
 from localagent.agent import Agent
-from localagent.cancel import CancelToken
 from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.line_input import LineReader
 from localagent.cli.options import backend_options, settings_from
-from localagent.messages import HISTORY, Message
-from localagent.transcript import default_transcript_path
+from localagent.core import paths
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import HISTORY, Message
+from localagent.loop.transcript import default_transcript_path
 
 HELP = "Commands: /tools, /reset, /save FILE, /help, /quit (or Ctrl-D)."
 

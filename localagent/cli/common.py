@@ -8,11 +8,11 @@ from typing import Any, TypeVar
 
 import click
 
+from localagent.core.messages import ToolChoice, parse_tool_choice
+from localagent.core.user_files import read_user_text
 from localagent.errors import UserFileError
-from localagent.messages import ToolChoice, parse_tool_choice
-from localagent.models import DEFAULT_MODEL
+from localagent.models.registry import DEFAULT_MODEL
 from localagent.tools.spec import ToolSpec, load_tool_specs
-from localagent.user_files import read_user_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 

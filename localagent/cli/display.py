@@ -16,7 +16,7 @@ from typing import TextIO
 import click
 
 from localagent.cli.live_line import LiveLine
-from localagent.events import (
+from localagent.core.events import (
     Event,
     FormatError,
     ReasoningDelta,

@@ -78,7 +78,7 @@ def bfcl(
     from localagent.cli.progress import ProgressReporter
     from localagent.evaluation.bfcl_data import load_cases
     from localagent.evaluation.bfcl_eval import COLUMNS, evaluate_bfcl
-    from localagent.models import resolve_model
+    from localagent.models.registry import resolve_model
     from localagent.tools.spec import dialect_note
 
     check_category(category)

@@ -147,7 +147,7 @@ def tasks(
 
 
 def _transcripts_folder(chosen: Path | None) -> Path:
-    from localagent.paths import transcripts_dir
+    from localagent.core.paths import transcripts_dir
 
     folder = chosen or transcripts_dir() / time.strftime("tasks-%Y%m%d-%H%M%S")
     try:
@@ -167,8 +167,8 @@ def _run_with_progress(
     extra_tools: str,
 ) -> SuiteRun:
     """The suite with a progress bar; the first Ctrl-C cancels the running tasks and keeps the rest."""
-    from localagent.cancel import CancelToken
     from localagent.cli.interrupt import cancel_on_interrupt
+    from localagent.core.cancel import CancelToken
     from localagent.evaluation.task_run import run_suite
 
     finished = 0

@@ -9,12 +9,12 @@ from pathlib import Path
 import click
 
 from localagent.cli.common import TOOL_CHOICE, TOOLS_FILE, int_option, read_tool_specs, tool_choice_option
+from localagent.core.user_files import read_user_text
 from localagent.errors import UserFileError
-from localagent.models import DEFAULT_MODEL, load_registry
+from localagent.formats.react.grammar import GrammarOptions, ReplyGrammar, build_grammar
+from localagent.models.registry import DEFAULT_MODEL, load_registry
 from localagent.settings import Settings
-from localagent.texttag.grammar import GrammarOptions, ReplyGrammar, build_grammar
 from localagent.tools.spec import dialect_note
-from localagent.user_files import read_user_text
 
 PROMPT_FORMAT = click.option(
     "--prompt-format",

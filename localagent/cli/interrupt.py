@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 
 
 @contextmanager

@@ -7,8 +7,8 @@ import sys
 import click
 
 from localagent.cli.progress import ProgressReporter
-from localagent.model_fetch import pull as pull_model
-from localagent.models import (
+from localagent.models.fetch import pull as pull_model
+from localagent.models.registry import (
     DEFAULT_MODEL,
     ModelEntry,
     installed_path,

@@ -10,11 +10,11 @@ from typing import Any
 import click
 
 from localagent.cli.common import TOOL_CHOICE, TOOLS_FILE, read_tool_specs, tool_choice_option
+from localagent.core.messages import Final, ToolChoice, ToolRequest
 from localagent.errors import RecoverableTurnError
-from localagent.messages import Final, ToolChoice, ToolRequest
-from localagent.runner import RunnerSettings
-from localagent.texttag.parser import parse_reply
-from localagent.tool_execution import choice_refusal, request_problem, too_many_requests
+from localagent.formats.react.parser import parse_reply
+from localagent.loop.runner import RunnerSettings
+from localagent.loop.tool_execution import choice_refusal, request_problem, too_many_requests
 from localagent.tools.base import Tool
 from localagent.tools.loading import select_tools
 from localagent.tools.spec import dialect_note

@@ -9,15 +9,15 @@ from typing import Any
 
 import click
 
-from localagent import paths
-from localagent.cancel import CancelToken
 from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent
 from localagent.cli.display import shorten
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.options import backend_options, settings_from
-from localagent.messages import HISTORY
-from localagent.runner import RunResult
-from localagent.transcript import default_transcript_path
+from localagent.core import paths
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import HISTORY
+from localagent.loop.runner import RunResult
+from localagent.loop.transcript import default_transcript_path
 
 
 @click.command()

@@ -1,1 +1,1 @@
-"""Offline evaluations of the agent's model turns (BFCL)."""
+"""How well and how fast the agent does: the task suite and its split, BFCL, and `bench`."""

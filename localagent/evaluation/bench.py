@@ -19,17 +19,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from localagent import prompts
 from localagent.backends.decoding import Generation
 from localagent.backends.guidance import Guidance
 from localagent.backends.llama_runtime import LoadSettings
 from localagent.backends.local_generator import LocalSettings
 from localagent.backends.local_turn import open_local_turn
 from localagent.backends.token_reuse import TokenReuse
-from localagent.cancel import CancelToken
-from localagent.errors import BackendError
-from localagent.formats.base import ReplyFormat
-from localagent.messages import (
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import (
     Final,
     Message,
     NamedToolChoice,
@@ -39,9 +36,12 @@ from localagent.messages import (
     UserMessage,
     assistant_message_for,
 )
-from localagent.models import ResolvedModel
+from localagent.errors import BackendError
+from localagent.formats.base import ReplyFormat
+from localagent.models.registry import ResolvedModel
 from localagent.tools import Tool, Workspace, select_tools
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 PROMPTS = [
     "What is 17 * 23?",
@@ -263,8 +263,8 @@ def _model_argument(model: ResolvedModel) -> str:
 
 def first_token_in_this_process(model: str, disk_cache: bool) -> None:
     """What `localagent run` does up to the first token the model chooses; prints a marker then."""
-    from localagent.cancel import Cancelled
-    from localagent.models import resolve_model
+    from localagent.core.cancel import Cancelled
+    from localagent.models.registry import resolve_model
 
     tools = select_tools(None, Workspace(Path.cwd()))
     settings = LocalSettings(max_tokens=32, disk_cache=disk_cache)

@@ -16,7 +16,7 @@ from localagent.backends.local_turn import ToolFormat, open_local_turn
 from localagent.backends.text_turn import TextTurn
 from localagent.evaluation.bfcl_data import BfclCase
 from localagent.evaluation.bfcl_run import Progress, run_column
-from localagent.models import ResolvedModel
+from localagent.models.registry import ResolvedModel
 
 # Column name -> the decoder it runs: llguidance masks (the grammar), or free text read tolerantly.
 COLUMNS: dict[str, Decoder] = {"grammar": "llguidance", "no_grammar": "none"}

@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
+from localagent.core.messages import Final, Message, SystemMessage, ToolRequests, UserMessage
 from localagent.errors import RecoverableTurnError
 from localagent.evaluation.bfcl_checker import ModelCall, check_reply
 from localagent.evaluation.bfcl_data import BfclCase
-from localagent.messages import Final, Message, SystemMessage, ToolRequests, UserMessage
 from localagent.tools.base import InvalidArguments, jsonschema_validator
 from localagent.tools.spec import ToolSpec
-from localagent.turn import ModelTurn
+from localagent.turn.model_turn import ModelTurn
 
 SYSTEM_PROMPT = (
     "Call the functions that do what the user asks, with the values the user gives. "

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localagent.core.user_files import read_user_text
 from localagent.errors import UserFileError
 from localagent.evaluation.tasks import SPLITS
-from localagent.user_files import read_user_text
 
 
 @dataclass(frozen=True)

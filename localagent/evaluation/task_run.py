@@ -21,15 +21,15 @@ from queue import Queue
 from typing import Any
 
 from localagent.agent import Agent
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
+from localagent.core.events import Event, FormatError, ToolFinished, TurnFinished
+from localagent.core.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from localagent.evaluation.task_checks import check_run, snapshot
 from localagent.evaluation.tasks import CATEGORIES, SPLITS, FixtureWorkspace, Task
-from localagent.events import Event, FormatError, ToolFinished, TurnFinished
-from localagent.messages import AssistantMessage, Message, ToolMessage, UserMessage
-from localagent.runner import RunResult
-from localagent.tool_execution import Approver, approve_all
-from localagent.transcript import Transcript
-from localagent.turn import ModelTurn
+from localagent.loop.runner import RunResult
+from localagent.loop.tool_execution import Approver, approve_all
+from localagent.loop.transcript import Transcript
+from localagent.turn.model_turn import ModelTurn
 
 # A run's first messages, from the task's question and its workspace; by default those of
 # `localagent run` (the instructions, then the question after a view of the workspace).

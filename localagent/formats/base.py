@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, Protocol
 
+from localagent.core.events import TurnEventSink
+from localagent.core.messages import Final, Message, NamedToolChoice, ToolChoice, ToolRequests
 from localagent.errors import LocalagentError
-from localagent.events import TurnEventSink
 from localagent.formats.call_stream import CallSink
-from localagent.messages import Final, Message, NamedToolChoice, ToolChoice, ToolRequests
 from localagent.schema_grammar.gbnf import lark_to_gbnf
 from localagent.tools.spec import ToolSpec
 
@@ -54,6 +54,15 @@ class ParsedReply:
     notes: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class HowWritten:
+    """How a reply came to be: under its grammar or not, and whether it hit the token limit."""
+
+    constrained: bool = True
+    cut_off: bool = False
+    token_limit: int | None = None
+
+
 class ReplyFormat(Protocol):
     name: FormatName
     # Tool calls one reply may hold.
@@ -66,14 +75,7 @@ class ReplyFormat(Protocol):
     def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar: ...
 
     def parse(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        *,
-        constrained: bool,
-        cut_off: bool,
-        token_limit: int | None,
+        self, text: str, tools: Sequence[ToolSpec], tool_choice: ToolChoice, how: HowWritten
     ) -> ParsedReply:
         """The turn result, or RecoverableTurnError with feedback when the model must write it again."""
         ...
@@ -101,3 +103,15 @@ class GrammarCache:
         if grammar is None:
             grammar = self._grammars[key] = self._build(tools, tool_choice)
         return grammar
+
+
+class CachedGrammars:
+    """A format's `grammar()`, each built once by the function its constructor passes `_build_with`."""
+
+    _grammars: GrammarCache
+
+    def _build_with(self, build: Callable[[Sequence[ToolSpec], ToolChoice], ReplyGrammar]) -> None:
+        self._grammars = GrammarCache(build)
+
+    def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar:
+        return self._grammars.get(tools, tool_choice)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from localagent.core.messages import NamedToolChoice, ToolChoice, describe_tool_choice
 from localagent.formats.base import GrammarBuildError, ReplyGrammar
-from localagent.messages import NamedToolChoice, ToolChoice, describe_tool_choice
 from localagent.schema_grammar.compiler import (
     GrammarLimits,
     SchemaGrammarError,

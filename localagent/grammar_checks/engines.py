@@ -20,7 +20,7 @@ from lark.exceptions import LarkError
 
 from localagent.backends.llama_logs import captured_llama_output
 from localagent.backends.vocabulary import build_tokenizer
-from localagent.models import EMBEDDED_MODEL, resolve_model
+from localagent.models.registry import EMBEDDED_MODEL, resolve_model
 
 Engine = Literal["lark", "llguidance", "gbnf"]
 # lark compiles terminals with the `regex` package when it is installed, as it is with localagent.

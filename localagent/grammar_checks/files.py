@@ -22,6 +22,7 @@ from lark.exceptions import LarkError
 from llguidance.gbnf_to_lark import gbnf_to_lark
 
 from localagent.backends.llama_logs import captured_llama_output
+from localagent.core.user_files import read_user_text
 from localagent.errors import LocalagentError
 from localagent.grammar_checks.engines import (
     Engine,
@@ -33,7 +34,6 @@ from localagent.grammar_checks.engines import (
     llguidance_tokenizer,
 )
 from localagent.schema_grammar.gbnf import GrammarExportError, lark_to_gbnf
-from localagent.user_files import read_user_text
 
 Syntax = Literal["lark", "gbnf"]
 ENGINES: tuple[Engine, ...] = ("lark", "llguidance", "gbnf")

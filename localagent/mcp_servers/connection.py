@@ -21,7 +21,7 @@ import mcp_types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from localagent.cancel import Cancelled, CancelToken
+from localagent.core.cancel import Cancelled, CancelToken
 from localagent.errors import LocalagentError
 from localagent.mcp_servers.spec import McpServer
 from localagent.tools.base import ToolError

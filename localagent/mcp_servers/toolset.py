@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import mcp_types
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.mcp_servers.connection import EventLoopThread, McpConnection, McpServerError
 from localagent.mcp_servers.spec import McpServer
 from localagent.schema_grammar.compiler import schema_grammar

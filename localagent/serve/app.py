@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from localagent.cancel import Cancelled
+from localagent.core.cancel import Cancelled
 from localagent.formats.base import GrammarBuildError
 from localagent.serve.chat_input import turn_input
 from localagent.serve.chat_request import ChatRequest

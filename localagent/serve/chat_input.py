@@ -12,7 +12,7 @@ import jsonschema
 from pydantic import ValidationError
 
 from localagent.backends.arguments import parse_tool_call
-from localagent.messages import (
+from localagent.core.messages import (
     AssistantMessage,
     Message,
     NamedToolChoice,

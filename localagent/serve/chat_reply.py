@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from localagent.core.events import ContentDelta, ReasoningDelta, TurnEvent
+from localagent.core.messages import Final, ToolRequests, Usage
 from localagent.errors import RecoverableTurnError
-from localagent.events import ContentDelta, ReasoningDelta, TurnEvent
 from localagent.formats.call_stream import ArgumentsDelta, CallEvent, CallStarted
-from localagent.messages import Final, ToolRequests, Usage
 from localagent.serve.stop_strings import StopStrings, cut_at_stop
 
 Emit = Callable[[dict[str, Any]], None]

@@ -19,9 +19,9 @@ from typing import Any, Generic, TypeVar
 from localagent.backends.decoding import Sampling
 from localagent.backends.local_generator import LocalGenerator
 from localagent.backends.text_turn import TextTurn
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.formats.base import ReplyFormat
-from localagent.models import ResolvedModel
+from localagent.models.registry import ResolvedModel
 from localagent.serve.reply_memory import ReplyMemory
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import traceback
 
-from localagent.cancel import Cancelled
+from localagent.core.cancel import Cancelled
 from localagent.errors import LocalagentError
 
 log = logging.getLogger("localagent.serve")

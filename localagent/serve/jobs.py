@@ -14,14 +14,13 @@ from llguidance.gbnf_to_lark import GbnfToLarkError, any_to_lark
 
 from localagent.backends.guidance import GrammarCompileError
 from localagent.backends.text_turn import TextTurn
-from localagent.cancel import Cancelled, CancelToken
-from localagent.context import ContextOverflow
+from localagent.core.cancel import Cancelled, CancelToken
+from localagent.core.events import TurnEventSink
+from localagent.core.messages import ToolRequests, assistant_message_for
 from localagent.errors import RecoverableTurnError
-from localagent.events import TurnEventSink
 from localagent.formats.base import Prompt, ReplyFormat, ReplyGrammar, TextSink
 from localagent.formats.call_stream import CallSink
 from localagent.formats.chat_template import ChatTemplateError
-from localagent.messages import ToolRequests, assistant_message_for
 from localagent.serve.chat_input import TurnInput
 from localagent.serve.chat_reply import ChatReply, ReplyHeader, usage_body
 from localagent.serve.engine import Emit, Engine
@@ -29,6 +28,7 @@ from localagent.serve.errors import RequestError
 from localagent.serve.generation import Generation
 from localagent.serve.request_log import RequestLog
 from localagent.serve.stop_strings import StopStrings
+from localagent.turn.context import ContextOverflow
 
 CANCELLED = "cancelled (the client went away, or the server is stopping)"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localagent.models import installed_pieces, is_installed, load_registry
+from localagent.models.registry import installed_pieces, is_installed, load_registry
 from localagent.serve.engine import ServedModel
 from localagent.serve.errors import RequestError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from localagent.messages import AssistantMessage
+from localagent.core.messages import AssistantMessage
 
 
 class ReplyMemory:

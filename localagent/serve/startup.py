@@ -12,7 +12,7 @@ from localagent.backends.factory import open_backend
 from localagent.backends.local_generator import LocalGenerator
 from localagent.backends.text_turn import TextTurn
 from localagent.errors import LocalagentError
-from localagent.models import resolve_model
+from localagent.models.registry import resolve_model
 from localagent.serve.app import build_app
 from localagent.serve.engine import Engine, ServedModel
 from localagent.serve.generation import Generation

@@ -11,7 +11,7 @@ from typing import Any, get_type_hints
 import jsonschema
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.tools.spec import ToolSpec
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any, BinaryIO
 import regex
 from pydantic import Field
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.tools import linked_lines
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.found_lines import (

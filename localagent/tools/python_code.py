@@ -21,7 +21,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.workspace import Workspace
 

@@ -20,7 +20,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from localagent.cancel import CancelToken
+from localagent.core.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.calculator import format_number
 from localagent.tools.files import workspace_paths

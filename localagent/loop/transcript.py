@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from localagent.core.events import ContentDelta, Event, ReasoningDelta, TokensGenerated
+from localagent.core.messages import HISTORY, MESSAGE, Message
 from localagent.errors import LocalagentError
-from localagent.events import ContentDelta, Event, ReasoningDelta, TokensGenerated
-from localagent.messages import HISTORY, MESSAGE, Message
 
 
 class TranscriptError(LocalagentError):

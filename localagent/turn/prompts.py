@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from localagent.messages import NamedToolChoice, ToolChoice
+from localagent.core.messages import NamedToolChoice, ToolChoice
 from localagent.tools.spec import ToolSpec
 
 # --- the system prompt ---

@@ -23,15 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from localagent.errors import ModelUnavailable
-from localagent.model_sources import (
-    PinnedDistribution,
-    PipSource,
-    Source,
-    UrlSource,
-    installed_files,
-    select_member,
-)
-from localagent.models import (
+from localagent.models.registry import (
     ModelEntry,
     Progress,
     installed_path,
@@ -39,6 +31,14 @@ from localagent.models import (
     read_blocks,
     read_files,
     write_verified,
+)
+from localagent.models.sources import (
+    PinnedDistribution,
+    PipSource,
+    Source,
+    UrlSource,
+    installed_files,
+    select_member,
 )
 
 Step = Callable[[str], None]

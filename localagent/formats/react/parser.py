@@ -17,21 +17,21 @@ from functools import cache
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from localagent import prompts
+from localagent.core.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
 from localagent.errors import RecoverableTurnError
 from localagent.formats.base import ParsedReply
-from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent.texttag.loose_json import (
+from localagent.formats.loose_json import (
     JsonUnreadable,
     ReadJson,
     load_json,
     read_json_object,
     without_code_fence,
 )
-from localagent.texttag.reply import RawAction, ReplyParts, Unparsable, cut_at_observation
-from localagent.texttag.template import render_definitions, template_definitions
-from localagent.texttag.tolerant import tolerant_parts
+from localagent.formats.react.reply import RawAction, ReplyParts, Unparsable, cut_at_observation
+from localagent.formats.react.template import render_definitions, template_definitions
+from localagent.formats.react.tolerant import tolerant_parts
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 # The generated grammars bound lengths and counts and, for chat prompts, let the answer hold blank
 # lines; the parser accepts the output of every one of them, so it keeps the shape and drops the bounds.

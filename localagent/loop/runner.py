@@ -10,10 +10,8 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from localagent import prompts
-from localagent.cancel import Cancelled, CancelToken
-from localagent.errors import BackendError, RecoverableTurnError
-from localagent.events import (
+from localagent.core.cancel import Cancelled, CancelToken
+from localagent.core.events import (
     Event,
     EventSink,
     FormatError,
@@ -25,7 +23,7 @@ from localagent.events import (
     TurnStarted,
     ignore_event,
 )
-from localagent.messages import (
+from localagent.core.messages import (
     AssistantMessage,
     Final,
     Message,
@@ -40,10 +38,12 @@ from localagent.messages import (
     last_answer,
     refused_call,
 )
-from localagent.tool_execution import Approver, ToolExecutor, deny_all
+from localagent.errors import BackendError, RecoverableTurnError
+from localagent.loop.tool_execution import Approver, ToolExecutor, deny_all
+from localagent.loop.transcript import Transcript
 from localagent.tools.base import Tool
-from localagent.transcript import Transcript
-from localagent.turn import ModelTurn
+from localagent.turn import prompts
+from localagent.turn.model_turn import ModelTurn
 
 
 @dataclass(frozen=True)

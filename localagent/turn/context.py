@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from localagent import prompts
+from localagent.core.messages import Message, ToolMessage
 from localagent.errors import BackendError
-from localagent.messages import Message, ToolMessage
+from localagent.turn import prompts
 
 
 def elide_observations(

@@ -11,27 +11,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from localagent import prompts
-from localagent.events import ContentDelta, ReasoningDelta, TurnEventSink
-from localagent.formats.base import GrammarCache, ParsedReply, Prompt, ReplyGrammar, TextSink
+from localagent.core.events import ContentDelta, ReasoningDelta, TurnEventSink
+from localagent.core.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolChoice,
+    ToolMessage,
+    UserMessage,
+)
+from localagent.formats.base import CachedGrammars, HowWritten, ParsedReply, Prompt, TextSink
 from localagent.formats.call_stream import CallSink, WrappedCallReader
 from localagent.formats.chat_template import ChatTemplate
-from localagent.formats.tool_call_grammar import (
+from localagent.formats.tool_call.grammar import (
     TOOL_CALL_TAGS,
     ToolCallGrammarOptions,
     Wrapper,
     build_tool_call_grammar,
 )
-from localagent.formats.tool_call_parser import parse_tool_call_reply, render_calls
-from localagent.messages import AssistantMessage, Message, SystemMessage, ToolChoice, ToolMessage, UserMessage
+from localagent.formats.tool_call.parser import parse_tool_call_reply, render_calls
 from localagent.schema_grammar.compiler import GrammarLimits
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 _RESPONSE_OPEN, _RESPONSE_CLOSE = "<tool_response>\n", "\n</tool_response>"
 
 
 @dataclass
-class ToolCallFormat:
+class ToolCallFormat(CachedGrammars):
     template: ChatTemplate
     max_actions: int = 1
     wrapper: Wrapper = TOOL_CALL_TAGS
@@ -42,7 +49,7 @@ class ToolCallFormat:
 
     def __post_init__(self) -> None:
         options = ToolCallGrammarOptions(self.wrapper, self.max_actions, self.preface, self.limits)
-        self._grammars = GrammarCache(lambda tools, choice: build_tool_call_grammar(tools, choice, options))
+        self._build_with(lambda tools, choice: build_tool_call_grammar(tools, choice, options))
         # Without a grammar the model stops at its end of turn; a made-up tool response also ends it.
         self.stops = (_RESPONSE_OPEN.strip(),)
 
@@ -55,19 +62,10 @@ class ToolCallFormat:
         fixed = self.template.render(system, tool_list, generation=False) if system else ""
         return Prompt(text, special=True, fixed_prefix=fixed if text.startswith(fixed) else "")
 
-    def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar:
-        return self._grammars.get(tools, tool_choice)
-
     def parse(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        *,
-        constrained: bool,
-        cut_off: bool,
-        token_limit: int | None,
+        self, text: str, tools: Sequence[ToolSpec], tool_choice: ToolChoice, how: HowWritten
     ) -> ParsedReply:
+        constrained, cut_off, limit = how.constrained, how.cut_off, how.token_limit
         return parse_tool_call_reply(
             text,
             tools,
@@ -75,7 +73,7 @@ class ToolCallFormat:
             self.wrapper,
             constrained=constrained,
             cut_off=cut_off,
-            token_limit=token_limit,
+            token_limit=limit,
         )
 
     def display(self, on_event: TurnEventSink | None) -> TextSink:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from localagent.cancel import CancelToken
-from localagent.events import TurnEventSink
-from localagent.messages import Final, Message, ToolChoice, ToolRequests
+from localagent.core.cancel import CancelToken
+from localagent.core.events import TurnEventSink
+from localagent.core.messages import Final, Message, ToolChoice, ToolRequests
 from localagent.tools.spec import ToolSpec
 
 

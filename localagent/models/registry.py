@@ -16,10 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from localagent.core.paths import cache_dir
+from localagent.core.user_files import read_user_text
 from localagent.errors import LocalagentError, ModelNotFound, ModelUnavailable
-from localagent.model_sources import PipSource, Source, installed_files, parse_sources
-from localagent.paths import cache_dir
-from localagent.user_files import read_user_text
+from localagent.models.sources import PipSource, Source, installed_files, parse_sources
 
 # The default, chosen by the task suite (README: Choosing a model); its packages install with
 # localagent, so it runs offline after install.

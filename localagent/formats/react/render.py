@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from localagent import prompts
-from localagent.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from localagent.core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 # Without a grammar a base model goes on past its reply: it writes the tool's result itself, or,
 # after an answer, the next question. Unconstrained generation stops at either.

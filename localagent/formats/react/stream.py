@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from localagent.events import ContentDelta, DeltaSink, ReasoningDelta
+from localagent.core.events import ContentDelta, DeltaSink, ReasoningDelta
 
 _THOUGHT = re.compile(r"(?:^|\n)Thought: ([^\n]*)")
 _ANSWER = re.compile(r"(?:^|\n)Final Answer: ")

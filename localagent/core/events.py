@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from localagent.messages import Usage
+from localagent.core.messages import Usage
 
 RunStatus = Literal["final", "max_steps", "tool_failures", "cancelled", "error"]
 

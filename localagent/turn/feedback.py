@@ -6,9 +6,9 @@ as the real thing does. The text formats (formats/) apply them to their own pars
 
 from __future__ import annotations
 
-from localagent import prompts
+from localagent.core.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests, Usage
 from localagent.errors import RecoverableTurnError
-from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests, Usage
+from localagent.turn import prompts
 
 
 def native_reply_shapes(tool_choice: ToolChoice) -> str:

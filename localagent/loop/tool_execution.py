@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from localagent import prompts
-from localagent.cancel import Cancelled, CancelToken
-from localagent.events import EventSink, ToolFinished, ToolStarted
-from localagent.messages import NamedToolChoice, ToolChoice, ToolMessage, ToolRequest
+from localagent.core.cancel import Cancelled, CancelToken
+from localagent.core.events import EventSink, ToolFinished, ToolStarted
+from localagent.core.messages import NamedToolChoice, ToolChoice, ToolMessage, ToolRequest
 from localagent.tools.base import InvalidArguments, Tool, ToolError
+from localagent.turn import prompts
 
 Approver = Callable[[Tool, ToolRequest], bool]
 

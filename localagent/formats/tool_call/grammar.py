@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from localagent.core.messages import ToolChoice
 from localagent.formats.base import ReplyGrammar
 from localagent.formats.grammar_building import (
     ToolCalls,
@@ -25,7 +26,6 @@ from localagent.formats.grammar_building import (
     reply_choices,
     tool_calls,
 )
-from localagent.messages import ToolChoice
 from localagent.schema_grammar.compiler import GrammarLimits
 from localagent.tools.spec import ToolSpec
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from localagent.core.messages import ToolChoice
 from localagent.formats.base import ReplyGrammar
 from localagent.formats.grammar_building import (
     ToolCalls,
@@ -14,9 +15,8 @@ from localagent.formats.grammar_building import (
     reply_choices,
     tool_calls,
 )
-from localagent.messages import ToolChoice
+from localagent.formats.react.template import template_definitions
 from localagent.schema_grammar.compiler import GrammarLimits
-from localagent.texttag.template import template_definitions
 from localagent.tools.spec import ToolSpec
 
 PromptFormat = Literal["plain", "chat"]

@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from localagent import prompts
+from localagent.core.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
 from localagent.errors import RecoverableTurnError
 from localagent.formats.base import ParsedReply
-from localagent.formats.tool_call_grammar import Wrapper, call_prefix
-from localagent.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
-from localagent.texttag.loose_json import JsonUnreadable, load_json, matching_bracket, read_json_object
+from localagent.formats.loose_json import JsonUnreadable, load_json, matching_bracket, read_json_object
+from localagent.formats.tool_call.grammar import Wrapper, call_prefix
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 # Each way of writing a call: its opening, its close, and whether a JSON object in it must start
 # with "name" to be one: in <tool_call> tags any object is a call (one without a name gets that

@@ -9,27 +9,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from localagent.events import TurnEventSink
-from localagent.formats.base import GrammarCache, ParsedReply, Prompt, ReplyGrammar, TextSink
+from localagent.core.events import TurnEventSink
+from localagent.core.messages import Message, ToolChoice
+from localagent.formats.base import CachedGrammars, HowWritten, ParsedReply, Prompt, TextSink
 from localagent.formats.call_stream import CallSink, ReactCallReader
 from localagent.formats.chat_template import ChatTemplate
-from localagent.messages import Message, ToolChoice
-from localagent.schema_grammar.compiler import GrammarLimits
-from localagent.texttag.grammar import GrammarOptions, build_grammar
-from localagent.texttag.parser import parse_reply
-from localagent.texttag.render import (
+from localagent.formats.react.grammar import GrammarOptions, build_grammar
+from localagent.formats.react.parser import parse_reply
+from localagent.formats.react.render import (
     UNCONSTRAINED_STOPS,
     chat_messages,
     instructions_of,
     prompt_turns,
     render_plain,
 )
-from localagent.texttag.stream import ReplyStream
+from localagent.formats.react.stream import ReplyStream
+from localagent.schema_grammar.compiler import GrammarLimits
 from localagent.tools.spec import ToolSpec
 
 
 @dataclass
-class ReactFormat:
+class ReactFormat(CachedGrammars):
     template: ChatTemplate | None = None
     max_actions: int = 1
     limits: GrammarLimits = field(default_factory=GrammarLimits)
@@ -42,7 +42,7 @@ class ReactFormat:
             prompt_format="plain" if self.template is None else "chat",
             limits=self.limits,
         )
-        self._grammars = GrammarCache(lambda tools, choice: build_grammar(tools, choice, options))
+        self._build_with(lambda tools, choice: build_grammar(tools, choice, options))
 
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Prompt:
         turns = prompt_turns(messages, tools, plain=self.template is None)
@@ -53,22 +53,11 @@ class ReactFormat:
         fixed = self.template.render(chat[:1], generation=False)
         return Prompt(text, special=True, fixed_prefix=fixed if text.startswith(fixed) else "")
 
-    def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar:
-        return self._grammars.get(tools, tool_choice)
-
     def parse(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        tool_choice: ToolChoice,
-        *,
-        constrained: bool,
-        cut_off: bool,
-        token_limit: int | None,
+        self, text: str, tools: Sequence[ToolSpec], tool_choice: ToolChoice, how: HowWritten
     ) -> ParsedReply:
-        return parse_reply(
-            text, tools, tool_choice, tolerant=not constrained, cut_off=cut_off, token_limit=token_limit
-        )
+        tolerant, cut_off, limit = not how.constrained, how.cut_off, how.token_limit
+        return parse_reply(text, tools, tool_choice, tolerant=tolerant, cut_off=cut_off, token_limit=limit)
 
     def display(self, on_event: TurnEventSink | None) -> TextSink:
         return ReplyStream(on_event).feed

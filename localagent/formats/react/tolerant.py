@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from localagent.texttag.reply import RawAction, ReplyParts
+from localagent.formats.react.reply import RawAction, ReplyParts
 
 # Longer labels first: "Action Input" must win over "Action".
 _LABELS: tuple[tuple[str, str], ...] = (

@@ -10,10 +10,10 @@ import threading
 from collections.abc import Callable, Iterator
 from queue import SimpleQueue
 
-from localagent.cancel import CancelToken
-from localagent.closing import ClosesOnExit
-from localagent.events import Event, EventSink
-from localagent.runner import RunResult
+from localagent.core.cancel import CancelToken
+from localagent.core.closing import ClosesOnExit
+from localagent.core.events import Event, EventSink
+from localagent.loop.runner import RunResult
 
 # Runs the agent with a sink for its events and a cancel token; returns the result.
 StartRun = Callable[[EventSink, CancelToken], RunResult]

@@ -1,0 +1,1 @@
+"""The ReAct loop: a run's steps, the tool calls in each, and the transcript of it."""

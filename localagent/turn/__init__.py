@@ -1,0 +1,1 @@
+"""One model turn as the loop sees it: the turn interface, the strings the model reads, its feedback."""
