@@ -185,13 +185,10 @@ def test_a_symlink_loop_is_a_clear_error(tools: FileTools, ws: Path) -> None:
 
 def test_search_text_finds_literal_text(tools: FileTools) -> None:
     assert tools.search_text("hello") == (
-        "Matches for 'hello' in .:\nREADME.md:2: hello world  (under '# Demo')\n"
-        "src/main.py:4: print('hello')  (under 'def main():')"
+        "Matches for 'hello' in .:\nREADME.md:2: hello world  (under '# Demo')\nsrc/main.py:4: print('hello')"
     )
     # Literal by default: the parenthesis is not a regex group.
-    assert tools.search_text("print(") == (
-        "Matches for 'print(' in .:\nsrc/main.py:4: print('hello')  (under 'def main():')"
-    )
+    assert tools.search_text("print(") == "Matches for 'print(' in .:\nsrc/main.py:4: print('hello')"
 
 
 def test_plain_search_ignores_case_and_a_regex_does_only_with_a_capital_letter(tools: FileTools) -> None:
@@ -215,8 +212,7 @@ def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
     (ws / "bins.py").write_text("SPARE_PART_LIMIT = 5\nspare = 1\n")
     assert tools.search_text("spare-part limit") == (
         "No line holds 'spare-part limit' as written; lines in . with all of its words:\n"
-        "bins.py:1: SPARE_PART_LIMIT = 5\n"
-        "bins.py-2- spare = 1"  # a search that finds few lines shows the lines around them
+        "bins.py:1: SPARE_PART_LIMIT = 5"
     )
 
 
@@ -238,7 +234,7 @@ def test_two_key_words_fall_back_to_lines_with_either(tools: FileTools, ws: Path
     (ws / "relay.toml").write_text('[logging]\nlevel = "notice"\nport = 80\n')
     assert tools.search_text("the log level", path="relay.toml") == (
         "No line holds all the words of 'the log level'; lines in relay.toml with most of them:\n"
-        'relay.toml:1: [logging]\n  2: level = "notice"\n  3: port = 80'
+        'relay.toml:1: [logging]\nrelay.toml:2: level = "notice"'
     )
 
 
@@ -246,7 +242,6 @@ def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
     assert tools.search_text("main.py") == (
         "No line holds all the words of 'main.py'; lines in . with most of them:\n"
         "src/main.py:3: def main():\n"
-        "  4: print('hello')\n"
         "Files whose names contain it: src/main.py. Read one with read_file."
     )
     assert tools.search_text("settings.py") == (
@@ -291,7 +286,7 @@ def test_a_match_in_markdown_names_its_heading_and_other_files_do_not(tools: Fil
     (ws / "relay.toml").write_text("# export settings\nexport = true\n")
     assert tools.search_text("export") == (
         "Matches for 'export' in .:\n"
-        "CHANGELOG.md:4: - Add the `export` command.  (under '# Changelog > ## 0.7.0')\n"
+        "CHANGELOG.md:4: - Add the `export` command.  (under '## 0.7.0')\n"
         "relay.toml:1: # export settings\n"
         "relay.toml:2: export = true"
     )
@@ -325,15 +320,12 @@ def test_a_heading_that_matches_shows_the_first_lines_of_its_section(tools: File
         shown.count("notes.md:1: # Note 0") == 1
         and f"  {2 * SECTIONS_OPENED}: body {SECTIONS_OPENED - 1}" in shown
     )
-    assert shown[-2:] == [
-        f"notes.md:{2 * SECTIONS_OPENED + 1}: # Note {SECTIONS_OPENED}",
-        f"notes.md-{2 * SECTIONS_OPENED + 2}- body {SECTIONS_OPENED}",
-    ]
+    assert shown[-1] == f"notes.md:{2 * SECTIONS_OPENED + 1}: # Note {SECTIONS_OPENED}"
 
 
 def test_search_text_with_a_regex_and_a_path(tools: FileTools) -> None:
     assert tools.search_text(r"^def \w+\(", path="src", regex=True) == (
-        "Matches for '^def \\\\w+\\\\(' in src:\nsrc/main.py:3: def main():\n  4: print('hello')"
+        "Matches for '^def \\\\w+\\\\(' in src:\nsrc/main.py:3: def main():"
     )
     assert tools.search_text("import", path="src/main.py") == (
         "Matches for 'import' in src/main.py:\nsrc/main.py:1: import os"
@@ -721,8 +713,10 @@ def test_a_repeated_search_shows_the_files_it_found_lines_in_whole(tools: FileTo
     (ws / "meetings").mkdir()
     (ws / "meetings" / "a.md").write_text("# Chess club, 4 March\nPresent: Ilka, Tove\n")
     (ws / "meetings" / "b.md").write_text("# Chess club, 11 March\nPresent: Ilka, Brede\n")
+    first = tools.search_text("chess club", path="meetings")
     assert search_twice(tools, pattern="chess club", path="meetings") == "\n".join(
         [
+            first,
             REPEATED_CALL,
             "The files with those lines, whole:",
             tools.read_file("meetings/a.md"),
@@ -732,14 +726,18 @@ def test_a_repeated_search_shows_the_files_it_found_lines_in_whole(tools: FileTo
 
 
 def test_a_repeated_search_that_found_nothing_shows_the_files_it_searched(tools: FileTools) -> None:
+    first = tools.search_text("copper", path="src")
     assert search_twice(tools, pattern="copper", path="src") == "\n".join(
-        [REPEATED_CALL, "The files it searched, whole:", tools.read_file("src/main.py")]
+        [first, REPEATED_CALL, "The files it searched, whole:", tools.read_file("src/main.py")]
     )
 
 
-def test_a_repeated_search_over_many_or_large_files_shows_only_the_note(tools: FileTools, ws: Path) -> None:
+def test_a_repeated_search_over_many_or_large_files_shows_only_the_earlier_result(
+    tools: FileTools, ws: Path
+) -> None:
     for name in ("a", "b", "c"):
         (ws / "docs" / f"{name}.txt").write_text("nothing here\n")
-    assert search_twice(tools, pattern="copper") == REPEATED_CALL
+    assert search_twice(tools, pattern="copper") == f"{tools.search_text('copper')}\n{REPEATED_CALL}"
     (ws / "docs" / "big.txt").write_text("copper ladle\n" * 300)
-    assert search_twice(tools, pattern="copper", path="docs/big.txt") == REPEATED_CALL
+    first = tools.search_text("copper", path="docs/big.txt")
+    assert search_twice(tools, pattern="copper", path="docs/big.txt") == f"{first}\n{REPEATED_CALL}"

@@ -135,7 +135,7 @@ def test_tool_error_message_is_passed_as_is() -> None:
     assert tool_messages(result.messages)[0].content.startswith("Tool error: cannot do that: y")
 
 
-def test_a_repeated_call_is_not_run_again_and_gets_a_note_not_its_result_again() -> None:
+def test_repeated_call_returns_earlier_result_without_running_again() -> None:
     calls: list[int] = []
 
     def count(n: int) -> str:
@@ -147,7 +147,7 @@ def test_a_repeated_call_is_not_run_again_and_gets_a_note_not_its_result_again()
     result, _, events = run([action("count", '{"n": 1}'), action("count", '{"n": 1}'), answer("ok")], tools)
     assert calls == [1]
     second = tool_messages(result.messages)[1]
-    assert second.content == REPEAT_NOTE
+    assert second.content.startswith(f"counted 1\n{REPEAT_NOTE}")
     assert not second.is_error
     assert [e.repeated for e in events if isinstance(e, ToolFinished)] == [False, True]
 
@@ -156,7 +156,7 @@ def test_a_first_repeated_step_asks_for_something_else_and_keeps_tools_on() -> N
     same = action("add", '{"a": 1, "b": 2}')
     result, turn, _ = run([same, same, action("add", '{"a": 2, "b": 2}'), answer("4")])
     assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto", "auto"]
-    assert tool_messages(result.messages)[1].content == REPEAT_NOTE
+    assert tool_messages(result.messages)[1].content == f"3\n{REPEAT_NOTE}"
     assert result.status == "final"
 
 
@@ -164,7 +164,7 @@ def test_two_steps_in_a_row_of_only_repeated_calls_turn_tools_off_for_the_next_r
     same = action("add", '{"a": 1, "b": 2}')
     result, turn, _ = run([same, same, same, answer("3")])
     assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto", "none"]
-    assert tool_messages(result.messages)[2].content == f"{REPEATED_AGAIN}\n{answer_now('task')}"
+    assert tool_messages(result.messages)[2].content == f"3\n{REPEATED_AGAIN}\n{answer_now('task')}"
     assert result.status == "final"
 
 

@@ -146,8 +146,9 @@ class ToolExecutor:
         tool = self.tools[request.name]
         key = _call_key(request)
         if key in self._earlier_results and not tool.changes_files:
-            more = _more_on_repeat(tool, request, self._earlier_results[key])
-            return _Outcome(f"{self._repeat_note()}{more}", False, repeated=True)
+            earlier = self._earlier_results[key]
+            more = _more_on_repeat(tool, request, earlier)
+            return _Outcome(f"{earlier}\n{self._repeat_note()}{more}", False, repeated=True)
         return None
 
     @property
@@ -242,7 +243,7 @@ def _more_on_repeat(tool: Tool, request: ToolRequest, earlier: str) -> str:
         return ""
     try:
         more = tool.on_repeat(request.arguments or {}, earlier)
-    except Exception:  # noqa: BLE001 - a repeat gets its note whatever happens
+    except Exception:  # noqa: BLE001 - a repeat is answered with the earlier result whatever happens
         return ""
     return f"\n{more}" if more else ""
 
@@ -251,7 +252,7 @@ def _repeat_of(first: _Outcome | None, note: str) -> _Outcome:
     assert first is not None
     if first.is_error:
         return _Outcome(prompts.REPEATED_FAILED_CALL, True)
-    return _Outcome(note, False, repeated=True)
+    return _Outcome(f"{first.content}\n{note}", False, repeated=True)
 
 
 def _call_key(request: ToolRequest) -> tuple[str, str]:

@@ -31,7 +31,6 @@ from localagent.tools.found_lines import (
     Search,
 )
 from localagent.tools.quote_blind import replace_ignoring_quotes
-from localagent.tools.sections import Opened, Sections
 from localagent.tools.workspace import Workspace
 
 LIST_LIMIT = 200  # entries shown by list_dir
@@ -46,7 +45,9 @@ PREVIEW_READ_BYTES = 2048  # how far into a file the listing looks for its first
 PREVIEW_CHARS = 70
 # A match in a Markdown file is shown with the heading it falls under: in a changelog or a handbook
 # the heading ("## 0.7.0", "# Expenses") is often the answer.
-SECTIONS_OPENED = 3  # the first matching lines that open a section show its first lines...
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+SECTION_CHARS = 60
+SECTIONS_OPENED = 3  # the first headings that match a search show the first lines of their sections...
 SECTION_LINES_SHOWN = 8  # ...this many of them
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
@@ -238,7 +239,8 @@ class FileTools:
         hint = (
             f"\nFiles whose names contain it: {', '.join(named)}. Read one with read_file." if named else ""
         )
-        words = _loose_words(pattern, regex)
+        # A small model often sets regex for plain words; those still get the looser searches.
+        words = _words(pattern) if not regex or not _REGEX_SYNTAX.search(pattern) else []
         if len(words) > 1:
             loose = self._search_lines(real, shown, status, _some_words_matcher(words, len(words)), cancel)
             if loose.results:
@@ -320,43 +322,32 @@ class FileTools:
 
     @staticmethod
     def _search_file(handle: BinaryIO, path: str, matches: Callable[[str], bool], found: Search) -> None:
-        sections = Sections(path)
-        opened: tuple[int, Opened] | None = None  # the result whose section is being shown, and how it ends
+        markdown = Path(path).suffix.lower() in MARKDOWN_SUFFIXES
+        section: str | None = None  # the heading above the line, in a Markdown file
+        opened: int | None = None  # the result of the heading whose section is being shown
         below: list[tuple[int, str]] = []
-        previous: tuple[int, str] | None = None  # the line above, if it says something and was not shown
-        waiting: int | None = None  # the result whose line below is still to come
         for number, raw in enumerate(_lines(handle), start=1):
             text = _display_line(raw)
-            section, opens = sections.step(text)
-            heading = opens is not None and opens.indent is None
-            full = len(below) == SECTION_LINES_SHOWN
-            if opened is not None and (full or opened[1].ended_by(text, heading)):
-                found.results[opened[0]] = replace(found.results[opened[0]], below=tuple(below))
+            heading = markdown and _MARKDOWN_HEADING.match(text) is not None
+            if opened is not None and (heading or len(below) == SECTION_LINES_SHOWN):
+                found.results[opened] = replace(found.results[opened], below=tuple(below))
                 opened = None
             if opened is not None:
                 if _SAYS_SOMETHING.search(text):
-                    below.append((number, text.strip()))  # shown under its opener, even when it matches
+                    below.append((number, text.strip()))  # shown under its heading, even when it matches
                 continue
-            says_something = _SAYS_SOMETHING.search(text) is not None
-            if not matches(text):
-                shown_below = waiting is not None and says_something
-                if shown_below:
-                    found.results[waiting] = replace(found.results[waiting], after=(number, text.strip()))
-                waiting = None
-                previous = (number, text.strip()) if says_something and not shown_below else None
-                continue
-            if len(found.results) == SEARCH_MATCH_LIMIT:
-                found.more = True
-                break
-            if previous is not None and section is not None and section.endswith(previous[1]):
-                previous = None  # the opener of the line's section, named after it already
-            found.results.append(FoundLine(path, number, text.strip(), section, before=previous))
-            previous, waiting = None, len(found.results) - 1
-            if opens is not None and found.sections_left:
-                found.sections_left -= 1
-                opened, below, waiting = (len(found.results) - 1, opens), [], None
+            if matches(text):
+                if len(found.results) == SEARCH_MATCH_LIMIT:
+                    found.more = True
+                    break
+                found.results.append(FoundLine(path, number, text.strip(), None if heading else section))
+                if heading and found.sections_left:
+                    found.sections_left -= 1
+                    opened, below = len(found.results) - 1, []
+            if heading:
+                section = _shortened(text.strip(), SECTION_CHARS)
         if opened is not None:
-            found.results[opened[0]] = replace(found.results[opened[0]], below=tuple(below))
+            found.results[opened] = replace(found.results[opened], below=tuple(below))
 
     def files_of_search(self, arguments: dict[str, Any], earlier: str) -> str | None:
         """For a search made again: the files it found lines in, or else the files it searched, shown
@@ -632,6 +623,7 @@ _NAMED_FILES_SHOWN = 10
 _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
+_MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
 _REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
 _REGEX_ESCAPE = re.compile(r"\\(?:[pPN]\{[^}]*\}|.)", re.DOTALL)  # \S, \., \p{Lu}, \N{...}
 _SOME_WORDS_SHOWN = 10
@@ -649,17 +641,6 @@ _COMMON_WORDS = frozenset(
 
 def _words(pattern: str) -> list[str]:
     return [word.casefold() for word in _WORD.findall(pattern)]
-
-
-def _loose_words(pattern: str, is_regex: bool) -> list[str]:
-    """The words a search not found as written falls back to. A small model often sets regex for
-    plain words; those still fall back. A code with a digit (INV-0042) is never split: lines holding
-    "inv" or "0042" are not that code, and flood the model with what it did not ask for."""
-    if is_regex and _REGEX_SYNTAX.search(pattern):
-        return []
-    if not any(char.isspace() for char in pattern.strip()) and any(char.isdigit() for char in pattern):
-        return []
-    return [word for word in _words(pattern) if len(word) > 1]
 
 
 def _words_held(text: str, words: list[str]) -> int:

@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass, field
 
 SEARCH_MATCH_LIMIT = 50
-CONTEXT_MATCHES = 5  # a search that finds at most this many lines shows the line above and below each
 SEARCH_FILE_BYTES_LIMIT = 2_000_000  # bigger files are skipped when searching a directory
 SECTION_NOTE = re.compile(r"  \(under (['\"]).*\1\)$", re.MULTILINE)  # a line's heading, as shown after it
 
@@ -16,29 +15,20 @@ class FoundLine:
     path: str
     number: int
     text: str
-    section: str | None = None  # the section the line sits in (sections.py)
+    section: str | None = None  # the Markdown heading the line falls under
     # For a heading that matched: the first lines of its section. "# Expenses" matching a search
     # for expenses says nothing by itself; the rules under it are what the model looks for.
     below: tuple[tuple[int, str], ...] = ()
-    # The lines just above and below, shown as ripgrep's -C1 shows them when a search finds few lines.
-    before: tuple[int, str] | None = None
-    after: tuple[int, str] | None = None
 
-    def shown(self, context: bool = False) -> str:
+    def shown(self) -> str:
         where = "" if self.section is None else f"  (under {self.section!r})"
         lines = [f"{self.path}:{self.number}: {self.text}{where}"]
         lines.extend(f"  {number}: {text}" for number, text in self.below)
-        if context and self.before is not None:
-            lines.insert(0, f"{self.path}-{self.before[0]}- {self.before[1]}")
-        if context and self.after is not None:
-            lines.append(f"{self.path}-{self.after[0]}- {self.after[1]}")
         return "\n".join(lines)
 
     def places(self) -> set[tuple[str, int]]:
         """The (path, line number) of every line this shows."""
-        shown = [self.number, *(number for number, _ in self.below)]
-        shown += [line[0] for line in (self.before, self.after) if line is not None]
-        return {(self.path, number) for number in shown}
+        return {(self.path, self.number), *((self.path, number) for number, _ in self.below)}
 
 
 @dataclass
@@ -59,8 +49,7 @@ class Search:
         return list(dict.fromkeys(line.path for line in self.results))
 
     def report(self, heading: str) -> str:
-        context = len(self.results) <= CONTEXT_MATCHES
-        lines = [f"{heading}{self.skipped}:", *(line.shown(context) for line in self.results)]
+        lines = [f"{heading}{self.skipped}:", *(line.shown() for line in self.results)]
         if self.more:
             lines.append(
                 f"[Stopped after {SEARCH_MATCH_LIMIT} matches; there are more. "

@@ -101,17 +101,6 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
             "Thought: I know the answer now.\n"
             "Final Answer: 27 coots."
         )
-    if "run_python" in names:
-        examples.append(
-            "Question: How many coots have I counted in all?\n"
-            "Thought: The counts are rows of sightings.csv; I add up the coot rows with Python.\n"
-            "Action: run_python\n"
-            'Action Input: {"code": "import csv\\nrows = csv.DictReader(open(\'sightings.csv\'))\\n'
-            "print(sum(int(r['count']) for r in rows if r['species'] == 'coot'))\"}\n"
-            "Observation: 27\n"
-            "Thought: I know the answer now.\n"
-            "Final Answer: 27 coots."
-        )
     if {"read_file", "calculator"} <= names:
         examples.append(
             "Question: How many birds did I count in total at the pond?\n"
@@ -325,15 +314,13 @@ ELIDED_OBSERVATION = "[older observation elided to fit the context window]"
 
 # --- tool errors ---
 
-# A repeat is answered by a note, not by its earlier result again: that result is above already, and
-# showing it again costs seconds of prompt reading on a laptop for nothing new.
 REPEATED_CALL = (
-    "Not run: you already made this exact call, and its result is above. Do not make it again: call "
-    "a tool with other arguments, or answer."
+    "(You already made this exact call; this is its earlier result. Do not make it again: call a "
+    "tool with other arguments, or answer.)"
 )
 REPEATED_AGAIN = (
-    "Not run: you already made this exact call, and its result is above. Tools are off for your next "
-    "reply: answer from what you have found."
+    "(You already made this exact call; this is its earlier result. Tools are off for your next "
+    "reply: answer from what you have found.)"
 )
 REPEATED_FAILED_CALL = "Tool error: not run: the same call earlier in this step failed."
 MISSING_RESULT = "Tool error: no result: the call was not run."
