@@ -11,9 +11,9 @@ from localagent.core.messages import ToolRequest
 from localagent.tools.workspace import Workspace
 
 
-def shown(tmp_path: Path, old: str, new: str) -> str:
+def shown(tmp_path: Path, old: str, new: str, replace_all: bool = False) -> str:
     approver = TerminalApprover(Workspace(tmp_path))
-    arguments = {"path": "f.json", "old": old, "new": new}
+    arguments = {"path": "f.json", "old": old, "new": new, "replace_all": replace_all}
     request = ToolRequest(id="1", name="replace_in_file", arguments=arguments)
     return click.unstyle(approver.describe(request))
 
@@ -27,3 +27,8 @@ def test_the_diff_shows_an_edit_matched_without_quotes_or_with_swapped_ones(tmp_
 def test_the_diff_says_why_an_edit_would_fail(tmp_path: Path) -> None:
     (tmp_path / "f.json").write_text('{"a": 1, "b": 1}\n')
     assert "f.json: old appears 2 times in f.json" in shown(tmp_path, ": 1", ": 2")
+
+
+def test_the_diff_of_an_edit_with_replace_all_shows_every_place(tmp_path: Path) -> None:
+    (tmp_path / "f.json").write_text('{"a": 1, "b": 1}\n')
+    assert '-{"a": 1, "b": 1}\n+{"a": 2, "b": 2}' in shown(tmp_path, ": 1", ": 2", replace_all=True)

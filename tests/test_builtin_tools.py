@@ -399,14 +399,27 @@ def test_write_file_creates_parent_directories(tools: FileTools, ws: Path) -> No
     assert (ws / "notes" / "2024" / "todo.txt").read_text() == "one\ntwo\n"
 
 
-def test_write_file_replaces_atomically_and_keeps_the_mode(tools: FileTools, ws: Path) -> None:
+def test_write_file_only_creates_and_leaves_a_file_that_exists_as_it_was(tools: FileTools, ws: Path) -> None:
+    target = ws / "run.sh"
+    target.write_text("#!/bin/sh\necho one\necho two\n")
+    tools.read_file("run.sh")
+    with pytest.raises(
+        ToolError,
+        match=r"run\.sh already exists, and write_file only creates new files\. "
+        r"Nothing was changed\. Change it with replace_in_file: old '' adds new at the end",
+    ):
+        tools.write_file("run.sh", "echo three\n")
+    assert target.read_text() == "#!/bin/sh\necho one\necho two\n"
+
+
+def test_an_edit_replaces_the_file_atomically_and_keeps_the_mode(tools: FileTools, ws: Path) -> None:
     target = ws / "run.sh"
     target.write_text("old\n")
     target.chmod(0o751)
     inode = target.stat().st_ino
     tools.read_file("run.sh")
-    assert tools.write_file("run.sh", "#!/bin/sh\necho new") == "Overwrote run.sh (2 lines, 18 characters)."
-    assert target.read_text() == "#!/bin/sh\necho new"
+    tools.replace_in_file("run.sh", "old", "#!/bin/sh\necho new")
+    assert target.read_text() == "#!/bin/sh\necho new\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o751
     # A new inode: the content was renamed into place, not rewritten in the old file.
     assert target.stat().st_ino != inode
@@ -463,7 +476,12 @@ def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) 
     ("content", "old", "message"),
     [
         ("a = 1\nb = 2\n", "c = 3", r"old was not found in f.py\. Nothing was changed\. Read the file again"),
-        ("x = 1\nx = 1\nx = 1\n", "x = 1", r"old appears 3 times in f.py, but it must appear exactly once"),
+        (
+            "x = 1\nx = 1\nx = 1\n",
+            "x = 1",
+            r"old appears 3 times in f.py, but it must appear exactly once\. Nothing was changed\. .* or set "
+            r"replace_all to true to replace every place\.",
+        ),
         ("aaa\n", "aa", r"old appears 2 times"),
         ("def f():\n    return 1\n", "2: return 1", r"Leave out the line numbers"),
         (
@@ -491,6 +509,44 @@ def test_replace_in_file_refuses_without_changing_anything(
     assert target.read_text() == content
     assert target.stat().st_mtime_ns == 1_000_000_000
     assert files_in(ws).count("f.py") == 1 and not any(name.endswith(".tmp") for name in files_in(ws))
+
+
+def test_replace_all_replaces_every_place_and_says_on_which_lines(tools: FileTools, ws: Path) -> None:
+    target = ws / "crew.md"
+    target.write_text("# Crew\nSkipper: Ines Varga\nCook: Tomas\n\nIn charge on Sundays: Ines Varga\n")
+    tools.read_file("crew.md")
+    assert tools.replace_in_file("crew.md", "Ines Varga", "Ines Lund", replace_all=True) == (
+        "Replaced the text in 2 places in crew.md, at lines 2, 5."
+    )
+    assert (
+        target.read_text() == "# Crew\nSkipper: Ines Lund\nCook: Tomas\n\nIn charge on Sundays: Ines Lund\n"
+    )
+    # Once is once, with or without replace_all.
+    assert tools.replace_in_file("crew.md", "Tomas", "Tomas Berg", replace_all=True) == (
+        "Replaced the text at line 3 of crew.md."
+    )
+
+
+def test_replace_all_refuses_a_text_that_overlaps_itself(tools: FileTools, ws: Path) -> None:
+    (ws / "f.txt").write_text("aaa\n")
+    tools.read_file("f.txt")
+    with pytest.raises(ToolError, match=r"old overlaps itself in f\.txt.*Nothing was changed"):
+        tools.replace_in_file("f.txt", "aa", "b", replace_all=True)
+    assert (ws / "f.txt").read_text() == "aaa\n"
+
+
+def test_adding_at_the_end_needs_no_read_and_keeps_every_line(tools: FileTools, ws: Path) -> None:
+    target = ws / "log.csv"
+    target.write_text("day,km\nmon,4\ntue,6")  # no newline at the end
+    assert (
+        tools.replace_in_file("log.csv", "", "wed,5\n")
+        == "Added the text at the end of log.csv, from line 4."
+    )
+    assert target.read_text() == "day,km\nmon,4\ntue,6\nwed,5\n"
+    # Replacing text still needs the file read first: old must be copied from it.
+    (ws / "other.csv").write_text("day,km\n")
+    with pytest.raises(ToolError, match=r"You have not read other\.csv yet"):
+        tools.replace_in_file("other.csv", "day", "date")
 
 
 def test_replace_in_file_matches_plain_newlines_in_a_crlf_file(tools: FileTools, ws: Path) -> None:
@@ -562,8 +618,6 @@ def test_files_are_edited_only_once_the_model_has_seen_them(tools: FileTools, ws
     main = (ws / "src" / "main.py").read_text()
     with pytest.raises(ToolError, match=r"You have not read src/main\.py yet\. Read it with read_file first"):
         tools.replace_in_file("src/main.py", "import os", "import sys")
-    with pytest.raises(ToolError, match=r"src/main\.py already exists and you have not read it yet"):
-        tools.write_file("src/main.py", "")
     assert (ws / "src" / "main.py").read_text() == main
     # A search that shows lines of a file is enough to copy the text to replace from.
     tools.search_text("import", path="src")
@@ -581,8 +635,6 @@ def test_a_file_changed_on_disk_since_it_was_read_is_read_again_before_an_edit(
     tools.replace_in_file("README.md", "hello", "hi")  # its own edits keep it up to date
     (ws / "README.md").write_text("# Someone else's title\n")  # as an editor would, meanwhile
     with pytest.raises(ToolError, match=r"README\.md has changed since you read it\. Read it again with"):
-        tools.write_file("README.md", "# Stale content\n")
-    with pytest.raises(ToolError, match=r"README\.md has changed since you read it"):
         tools.replace_in_file("README.md", "Someone", "Nobody")
     assert (ws / "README.md").read_text() == "# Someone else's title\n"
     tools.read_file("README.md")

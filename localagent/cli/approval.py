@@ -58,10 +58,11 @@ class TerminalApprover:
         if request.name == "write_file":
             return self._diff(path, None, str(arguments.get("content", "")))
         if request.name == "replace_in_file":
-            return self._diff(path, (str(arguments.get("old", "")), str(arguments.get("new", ""))), None)
+            old, new = str(arguments.get("old", "")), str(arguments.get("new", ""))
+            return self._diff(path, (old, new, arguments.get("replace_all") is True), None)
         return f"{request.name} {arguments}"
 
-    def _diff(self, path: str, replacement: tuple[str, str] | None, content: str | None) -> str:
+    def _diff(self, path: str, replacement: tuple[str, str, bool] | None, content: str | None) -> str:
         try:
             target = self.workspace.resolve(path)
             before = target.read_text(encoding="utf-8") if target.is_file() else ""
@@ -72,7 +73,8 @@ class TerminalApprover:
         after = content or ""
         if replacement:
             try:
-                after = files.replacement(before, *replacement, path).text
+                old, new, replace_all = replacement
+                after = files.replacement(before, old, new, path, replace_all).text
             except ToolError as refused:
                 return f"{path}: {refused}"
         lines = difflib.unified_diff(

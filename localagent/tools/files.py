@@ -67,12 +67,15 @@ IsRegex = Annotated[
         "capital letter); false: plain text"
     ),
 ]
-Content = Annotated[str, Field(description="The complete new content of the file")]
+Content = Annotated[str, Field(description="The content of the new file")]
 OldText = Annotated[
     str,
     Field(description="The exact text to replace, copied from the file without line numbers; '' to append"),
 ]
 NewText = Annotated[str, Field(description="The text to put in its place")]
+ReplaceAll = Annotated[
+    bool, Field(description="true: replace every place old appears; false: old must appear once")
+]
 
 
 class FileTools:
@@ -382,8 +385,9 @@ class FileTools:
         return [path for path in paths if matches(path)][:_NAMED_FILES_SHOWN]
 
     def write_file(self, path: FilePath, content: Content) -> str:
-        """Create a file or overwrite it with new content. Missing directories are created."""
-        real, shown, existed = self._planned_write(path)
+        """Create a new file. Missing directories are created. A file that exists is changed with
+        replace_in_file, not with write_file."""
+        real, shown = self._planned_write(path)
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
         except OSError:
@@ -393,17 +397,17 @@ class FileTools:
         _write_atomically(real, content.encode("utf-8"), shown)
         self._saw(shown)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-        what = "Overwrote" if existed else "Created"
-        return f"{what} {shown} ({lines} lines, {len(content)} characters)."
+        return f"Created {shown} ({lines} lines, {len(content)} characters)."
 
     def _check_write(self, arguments: dict[str, Any]) -> None:
         self._planned_write(str(arguments.get("path", "")))
 
     def _check_replacement(self, arguments: dict[str, Any]) -> None:
-        self._planned_replacement(*(str(arguments.get(key, "")) for key in ("path", "old", "new")))
+        path, old, new = (str(arguments.get(key, "")) for key in ("path", "old", "new"))
+        self._planned_replacement(path, old, new, arguments.get("replace_all") is True)
 
-    def _planned_write(self, path: str) -> tuple[Path, str, bool]:
-        """Where write_file would write and whether the file exists; ToolError when it may not."""
+    def _planned_write(self, path: str) -> tuple[Path, str]:
+        """Where write_file would write; ToolError when it may not."""
         real = self.workspace.resolve(path)
         shown = self.workspace.relative(real)
         if path.strip().endswith(("/", "\\")):
@@ -413,32 +417,39 @@ class FileTools:
             raise ToolError(f"{shown} is a directory. Give the path of a file, like 'notes/todo.txt'.")
         self._refuse_vcs(real)
         if status is not None:
-            self._check_seen(
-                shown,
-                unread=f"{shown} already exists and you have not read it yet.",
-                then="first: write_file replaces all of its content.",
+            # As the str_replace editors of SWE-agent and OpenHands do: a small model asked to add or
+            # change a line rewrites the file as that line alone, so an existing file is only edited.
+            raise ToolError(
+                f"{shown} already exists, and write_file only creates new files. Nothing was changed. "
+                "Change it with replace_in_file: old '' adds new at the end of the file; otherwise old is "
+                "the exact text to replace."
             )
-        return real, shown, status is not None
+        return real, shown
 
-    def replace_in_file(self, path: FilePath, old: OldText, new: NewText) -> str:
-        """Replace one exact piece of text in a file. old must appear exactly once in the file; an empty
-        old adds new at the end of the file."""
-        real, shown, edit = self._planned_replacement(path, old, new)
+    def replace_in_file(
+        self, path: FilePath, old: OldText, new: NewText, replace_all: ReplaceAll = False
+    ) -> str:
+        """Replace an exact piece of text in a file. old must appear exactly once in the file, unless
+        replace_all is true; an empty old adds new at the end of the file."""
+        real, shown, edit = self._planned_replacement(path, old, new, replace_all)
         _write_atomically(real, edit.text.encode("utf-8"), shown)
         self._saw(shown)
         return edit.report
 
-    def _planned_replacement(self, path: str, old: str, new: str) -> tuple[Path, str, Replacement]:
+    def _planned_replacement(
+        self, path: str, old: str, new: str, replace_all: bool = False
+    ) -> tuple[Path, str, Replacement]:
         """The file replace_in_file would change and how; ToolError when it cannot change it."""
         real, shown = self._existing_file(path)
         self._refuse_vcs(real)
         text = _read_utf8(real, shown)
-        self._check_seen(
-            shown,
-            unread=f"You have not read {shown} yet.",
-            then="first, then copy the exact text to replace from it.",
-        )
-        return real, shown, replacement(text, old, new, shown)
+        if old != "":  # adding at the end copies nothing from the file, so it need not have been read
+            self._check_seen(
+                shown,
+                unread=f"You have not read {shown} yet.",
+                then="first, then copy the exact text to replace from it.",
+            )
+        return real, shown, replacement(text, old, new, shown, replace_all)
 
     def _saw(self, shown: str) -> None:
         self._seen[shown] = _version(self.workspace.resolve(shown))
@@ -703,9 +714,9 @@ class Replacement:
     report: str  # what the model is told
 
 
-def replacement(text: str, old: str, new: str, shown: str) -> Replacement:
+def replacement(text: str, old: str, new: str, shown: str, replace_all: bool = False) -> Replacement:
     """What `replace_in_file` makes of `text` (the approval's diff shows the same); ToolError when
-    `old` does not match exactly once."""
+    `old` does not match, or matches more than once without `replace_all`."""
     if old == "":
         # Appending is the edit a small model finds hardest to phrase as a replacement.
         joined = text if not text or text.endswith("\n") else text + "\n"
@@ -732,13 +743,32 @@ def replacement(text: str, old: str, new: str, shown: str) -> Replacement:
         )
     if count == 0:
         raise ToolError(f"old was not found in {shown}. Nothing was changed. {_not_found_hint(text, old)}")
+    if count > 1 and replace_all and _occurrences(text, old, stop_at=len(text) + 1) == text.count(old):
+        lines = sorted({text.count("\n", 0, at) + 1 for at in _starts(text, old)})
+        return Replacement(
+            text.replace(old, new),
+            f"Replaced the text in {count} places in {shown}, at lines {', '.join(map(str, lines))}.",
+        )
+    if count > 1 and replace_all:
+        raise ToolError(
+            f"old overlaps itself in {shown}, so replacing every place is not one clear change. "
+            "Nothing was changed. Add some of the surrounding text to old."
+        )
     if count > 1:
         raise ToolError(
             f"old appears {count} times in {shown}, but it must appear exactly once. "
-            "Nothing was changed. Add some of the surrounding lines to old so that it matches one place."
+            "Nothing was changed. Add some of the surrounding lines to old so that it matches one place, "
+            "or set replace_all to true to replace every place."
         )
     line = text.count("\n", 0, text.index(old)) + 1
     return Replacement(text.replace(old, new, 1), f"Replaced the text at line {line} of {shown}.")
+
+
+def _starts(text: str, old: str) -> Iterator[int]:
+    start = text.find(old)
+    while start != -1:
+        yield start
+        start = text.find(old, start + len(old))
 
 
 def _occurrences(text: str, old: str, stop_at: int = 1000) -> int:
