@@ -238,6 +238,19 @@ def test_two_key_words_fall_back_to_lines_with_either(tools: FileTools, ws: Path
     )
 
 
+def test_a_code_not_found_as_written_is_found_with_other_separators_never_by_its_parts(
+    tools: FileTools, ws: Path
+) -> None:
+    (ws / "loans.csv").write_text("loan,tool,days\nL0917,ladder,2\nL-0918,drill,1\nL09170,saw,3\n")
+    assert tools.search_text("L-0917", path="loans.csv") == (
+        "No line holds 'L-0917' as written; lines in loans.csv with it written another way:\n"
+        "loans.csv:2: L0917,ladder,2"
+    )
+    # Lines holding only "l" or only "0919" are not that code.
+    (ws / "notes.txt").write_text("Lend the ladder to Cato.\nShelf 0919 is full.\n")
+    assert tools.search_text("L-0919") == "No matches for 'L-0919' in . (4 files searched)."
+
+
 def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
     assert tools.search_text("main.py") == (
         "No line holds all the words of 'main.py'; lines in . with most of them:\n"

@@ -243,14 +243,17 @@ class FileTools:
             f"\nFiles whose names contain it: {', '.join(named)}. Read one with read_file." if named else ""
         )
         # A small model often sets regex for plain words; those still get the looser searches.
-        words = _words(pattern) if not regex or not _REGEX_SYNTAX.search(pattern) else []
+        plain = not regex or not _REGEX_SYNTAX.search(pattern)
+        if plain and _is_code(pattern):
+            return self._search_code(real, shown, status, pattern, regex, cancel, hint)
+        words = _words(pattern) if plain else []
         if len(words) > 1:
             loose = self._search_lines(real, shown, status, _some_words_matcher(words, len(words)), cancel)
             if loose.results:
                 self._found(pattern, shown, regex, loose)
                 heading = f"No line holds {pattern!r} as written; lines in {shown} with all of its words"
                 return loose.report(heading) + self._linked(loose, pattern, cancel) + hint
-        key_words = [word for word in words if word not in _COMMON_WORDS]
+        key_words = [word for word in words if word not in _COMMON_WORDS and len(word) > 1]
         if len(key_words) > 1:
             # A question's phrase ("garden club meetings in March") rarely appears whole in any line.
             enough = (len(key_words) + 1) // 2
@@ -267,6 +270,28 @@ class FileTools:
             # The model chose this file as the likely place; a small one shown whole saves it a step.
             return f"{nothing} The whole file instead:\n{self.read_file(shown)}"
         return f"{nothing}{hint}\n{NOTHING_FOUND_ADVICE}"
+
+    def _search_code(
+        self,
+        real: Path,
+        shown: str,
+        status: os.stat_result,
+        pattern: str,
+        regex: bool,
+        cancel: CancelToken | None,
+        hint: str,
+    ) -> str:
+        """A code with a digit not found as written: the same code with other separators (C-0042 as
+        C0042 or C 0042), never its parts, since lines holding "c" or "0042" are not that code."""
+        found = self._search_lines(real, shown, status, _code_matcher(pattern), cancel)
+        if found.results:
+            self._found(pattern, shown, regex, found)
+            heading = f"No line holds {pattern!r} as written; lines in {shown} with it written another way"
+            return found.report(heading) + self._linked(found, pattern, cancel) + hint
+        noun = "file" if found.searched == 1 else "files"
+        return (
+            f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}.{hint}"
+        )
 
     def _found(self, pattern: str, shown: str, regex: bool, found: Search) -> None:
         self._matched_files[(pattern, shown, regex)] = found.paths()
@@ -634,6 +659,7 @@ _NAMED_FILES_SHOWN = 10
 _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."
 _WORD = re.compile(r"\w+")
+_ALNUM_RUN = re.compile(r"[^\W_]+")
 _MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
 _REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
 _REGEX_ESCAPE = re.compile(r"\\(?:[pPN]\{[^}]*\}|.)", re.DOTALL)  # \S, \., \p{Lu}, \N{...}
@@ -652,6 +678,20 @@ _COMMON_WORDS = frozenset(
 
 def _words(pattern: str) -> list[str]:
     return [word.casefold() for word in _WORD.findall(pattern)]
+
+
+def _is_code(pattern: str) -> bool:
+    """One token with a digit in it: an ID, a code, a date or a version, not a phrase."""
+    stripped = pattern.strip()
+    return any(char.isdigit() for char in stripped) and not any(char.isspace() for char in stripped)
+
+
+def _code_matcher(pattern: str) -> Callable[[str], bool]:
+    """The code's letters and digits in order, with any one separator (or none) between its parts,
+    and no letter or digit right before or after it."""
+    parts = [regex.escape(part) for part in _ALNUM_RUN.findall(pattern)]
+    compiled = regex.compile(r"(?<![^\W_])" + r"[-_ ./:#]?".join(parts) + r"(?![^\W_])", regex.IGNORECASE)
+    return lambda text: compiled.search(text) is not None
 
 
 def _words_held(text: str, words: list[str]) -> int:
