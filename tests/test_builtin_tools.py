@@ -778,10 +778,8 @@ def test_a_repeated_search_shows_the_files_it_found_lines_in_whole(tools: FileTo
     (ws / "meetings").mkdir()
     (ws / "meetings" / "a.md").write_text("# Chess club, 4 March\nPresent: Ilka, Tove\n")
     (ws / "meetings" / "b.md").write_text("# Chess club, 11 March\nPresent: Ilka, Brede\n")
-    first = tools.search_text("chess club", path="meetings")
     assert search_twice(tools, pattern="chess club", path="meetings") == "\n".join(
         [
-            first,
             REPEATED_CALL,
             "The files with those lines, whole:",
             tools.read_file("meetings/a.md"),
@@ -791,18 +789,14 @@ def test_a_repeated_search_shows_the_files_it_found_lines_in_whole(tools: FileTo
 
 
 def test_a_repeated_search_that_found_nothing_shows_the_files_it_searched(tools: FileTools) -> None:
-    first = tools.search_text("copper", path="src")
     assert search_twice(tools, pattern="copper", path="src") == "\n".join(
-        [first, REPEATED_CALL, "The files it searched, whole:", tools.read_file("src/main.py")]
+        [REPEATED_CALL, "The files it searched, whole:", tools.read_file("src/main.py")]
     )
 
 
-def test_a_repeated_search_over_many_or_large_files_shows_only_the_earlier_result(
-    tools: FileTools, ws: Path
-) -> None:
+def test_a_repeated_search_over_many_or_large_files_shows_only_the_note(tools: FileTools, ws: Path) -> None:
     for name in ("a", "b", "c"):
         (ws / "docs" / f"{name}.txt").write_text("nothing here\n")
-    assert search_twice(tools, pattern="copper") == f"{tools.search_text('copper')}\n{REPEATED_CALL}"
+    assert search_twice(tools, pattern="copper") == REPEATED_CALL
     (ws / "docs" / "big.txt").write_text("copper ladle\n" * 300)
-    first = tools.search_text("copper", path="docs/big.txt")
-    assert search_twice(tools, pattern="copper", path="docs/big.txt") == f"{first}\n{REPEATED_CALL}"
+    assert search_twice(tools, pattern="copper", path="docs/big.txt") == REPEATED_CALL

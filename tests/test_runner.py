@@ -26,8 +26,8 @@ from localagent.errors import BackendError, RecoverableTurnError
 from localagent.loop.runner import Runner, RunnerSettings
 from localagent.loop.transcript import Transcript, read_messages
 from localagent.tools.base import Tool, ToolError
-from localagent.turn.prompts import REPEATED_AGAIN, answer_now, first_task
 from localagent.turn.prompts import REPEATED_CALL as REPEAT_NOTE
+from localagent.turn.prompts import answer_now, first_task
 
 
 def add(a: int, b: int) -> str:
@@ -135,7 +135,7 @@ def test_tool_error_message_is_passed_as_is() -> None:
     assert tool_messages(result.messages)[0].content.startswith("Tool error: cannot do that: y")
 
 
-def test_repeated_call_returns_earlier_result_without_running_again() -> None:
+def test_a_repeated_call_is_not_run_again_nor_its_result_shown_again() -> None:
     calls: list[int] = []
 
     def count(n: int) -> str:
@@ -147,31 +147,25 @@ def test_repeated_call_returns_earlier_result_without_running_again() -> None:
     result, _, events = run([action("count", '{"n": 1}'), action("count", '{"n": 1}'), answer("ok")], tools)
     assert calls == [1]
     second = tool_messages(result.messages)[1]
-    assert second.content.startswith(f"counted 1\n{REPEAT_NOTE}")
+    assert second.content == f"{REPEAT_NOTE}\n{answer_now('task')}"
     assert not second.is_error
     assert [e.repeated for e in events if isinstance(e, ToolFinished)] == [False, True]
 
 
-def test_a_first_repeated_step_asks_for_something_else_and_keeps_tools_on() -> None:
+def test_a_step_of_only_repeated_calls_turns_tools_off_for_the_next_reply() -> None:
     same = action("add", '{"a": 1, "b": 2}')
-    result, turn, _ = run([same, same, action("add", '{"a": 2, "b": 2}'), answer("4")])
-    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto", "auto"]
-    assert tool_messages(result.messages)[1].content == f"3\n{REPEAT_NOTE}"
+    result, turn, _ = run([same, same, answer("3")])
+    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "none"]
+    assert tool_messages(result.messages)[1].content == f"{REPEAT_NOTE}\n{answer_now('task')}"
     assert result.status == "final"
 
 
-def test_two_steps_in_a_row_of_only_repeated_calls_turn_tools_off_for_the_next_reply() -> None:
+def test_a_step_with_a_new_call_beside_a_repeat_keeps_tools_on() -> None:
     same = action("add", '{"a": 1, "b": 2}')
-    result, turn, _ = run([same, same, same, answer("3")])
-    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto", "none"]
-    assert tool_messages(result.messages)[2].content == f"3\n{REPEATED_AGAIN}\n{answer_now('task')}"
-    assert result.status == "final"
-
-
-def test_a_new_call_between_repeats_starts_the_count_again() -> None:
-    same, other = action("add", '{"a": 1, "b": 2}'), action("add", '{"a": 2, "b": 2}')
-    result, turn, _ = run([same, same, other, same, answer("4")])
-    assert [call.tool_choice for call in turn.calls] == ["auto"] * 5
+    both = same + action("add", '{"a": 2, "b": 2}').removeprefix("Thought: go\n")
+    result, turn, _ = run([same, both, answer("4")])
+    assert [m.content for m in tool_messages(result.messages)] == ["3", REPEAT_NOTE, "4"]
+    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto"]
     assert result.status == "final"
 
 

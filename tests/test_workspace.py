@@ -179,7 +179,7 @@ def test_searching_the_whole_workspace_does_not_follow_links_out(layout: dict[st
 def test_writes_through_an_inside_link_stay_inside(layout: dict[str, Path]) -> None:
     tools = FileTools(Workspace(layout["ws"]))
     tools.read_file("inside_link")
-    tools.write_file("inside_link", "changed\n")
+    tools.replace_in_file("inside_link", "inside", "changed")
     assert (layout["ws"] / "src" / "a.txt").read_text() == "changed\n"
     assert (layout["ws"] / "inside_link").is_symlink()
 
@@ -189,6 +189,6 @@ def test_write_to_a_hard_link_does_not_change_the_outside_file(layout: dict[str,
     os.link(layout["secret"], layout["ws"] / "hard.txt")
     tools = FileTools(Workspace(layout["ws"]))
     tools.read_file("hard.txt")
-    tools.write_file("hard.txt", "new\n")
+    tools.replace_in_file("hard.txt", SECRET, "new")
     assert layout["secret"].read_text() == SECRET + "\n"
     assert (layout["ws"] / "hard.txt").read_text() == "new\n"

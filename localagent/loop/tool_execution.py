@@ -19,9 +19,6 @@ from localagent.turn import prompts
 
 Approver = Callable[[Tool, ToolRequest], bool]
 
-# Steps in a row made only of repeated calls before tools are turned off: after the first, the model
-# is told to try something else; repeating again means it has nothing else to try.
-REPEAT_STEPS_BEFORE_ANSWER = 2
 
 
 def deny_all(tool: Tool, request: ToolRequest) -> bool:
@@ -86,8 +83,8 @@ class ToolExecutor:
     max_requests: int = 8
     parallel: bool = True
     failure_streaks: dict[str, int] = field(default_factory=dict)
-    # Steps in a row whose every call repeated an earlier one: the model learned nothing new in them.
-    repeat_streak: int = 0
+    # Whether the last step's every call repeated an earlier one: the model had nothing new to try.
+    only_repeated: bool = False
     _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
     _declined: set[tuple[str, str]] = field(default_factory=set)  # changes the user said no to
 
@@ -127,9 +124,8 @@ class ToolExecutor:
                 batch.append(index)
         flush_batch()
         for index, first in repeats:
-            outcomes[index] = _repeat_of(outcomes[first], self._repeat_note())
-        only_repeats = bool(outcomes) and all(outcome and outcome.repeated for outcome in outcomes)
-        self.repeat_streak = self.repeat_streak + 1 if only_repeats else 0
+            outcomes[index] = _repeat_of(outcomes[first])
+        self.only_repeated = bool(outcomes) and all(outcome and outcome.repeated for outcome in outcomes)
         return [self._finish(request, outcome) for request, outcome in zip(requests, outcomes, strict=True)]
 
     def tool_with_failure_streak(self, limit: int) -> str | None:
@@ -146,20 +142,17 @@ class ToolExecutor:
         tool = self.tools[request.name]
         key = _call_key(request)
         if key in self._earlier_results and not tool.changes_files:
-            earlier = self._earlier_results[key]
-            more = _more_on_repeat(tool, request, earlier)
-            return _Outcome(f"{earlier}\n{self._repeat_note()}{more}", False, repeated=True)
+            # Its result is already above, so it is not shown again: only what the tool adds on a
+            # repeat. Nearly every small model that repeats a call repeats it again when told to try
+            # something else, so the next reply is the answer (tools_off).
+            more = _more_on_repeat(tool, request, self._earlier_results[key])
+            return _Outcome(f"{prompts.REPEATED_CALL}{more}", False, repeated=True)
         return None
 
     @property
     def tools_off(self) -> bool:
-        """Whether the model must answer now: it repeated itself in too many steps in a row."""
-        return self.repeat_streak >= REPEAT_STEPS_BEFORE_ANSWER
-
-    def _repeat_note(self) -> str:
-        # The note a repeat gets assumes the whole step repeats; the next step's tool choice follows it.
-        final = self.repeat_streak + 1 >= REPEAT_STEPS_BEFORE_ANSWER
-        return prompts.REPEATED_AGAIN if final else prompts.REPEATED_CALL
+        """Whether the model must answer now: its last step only repeated earlier calls."""
+        return self.only_repeated
 
     def _call_changing(self, tool: Tool, request: ToolRequest, cancel: CancelToken) -> _Outcome:
         """Shown first; refused without asking when it cannot apply or was declined; then asked."""
@@ -248,11 +241,11 @@ def _more_on_repeat(tool: Tool, request: ToolRequest, earlier: str) -> str:
     return f"\n{more}" if more else ""
 
 
-def _repeat_of(first: _Outcome | None, note: str) -> _Outcome:
+def _repeat_of(first: _Outcome | None) -> _Outcome:
     assert first is not None
     if first.is_error:
         return _Outcome(prompts.REPEATED_FAILED_CALL, True)
-    return _Outcome(f"{first.content}\n{note}", False, repeated=True)
+    return _Outcome(prompts.REPEATED_CALL, False, repeated=True)
 
 
 def _call_key(request: ToolRequest) -> tuple[str, str]:

@@ -315,12 +315,8 @@ ELIDED_OBSERVATION = "[older observation elided to fit the context window]"
 # --- tool errors ---
 
 REPEATED_CALL = (
-    "(You already made this exact call; this is its earlier result. Do not make it again: call a "
-    "tool with other arguments, or answer.)"
-)
-REPEATED_AGAIN = (
-    "(You already made this exact call; this is its earlier result. Tools are off for your next "
-    "reply: answer from what you have found.)"
+    "(You already made this exact call; its result is above. Tools are off for your next reply: "
+    "answer from what you have found.)"
 )
 REPEATED_FAILED_CALL = "Tool error: not run: the same call earlier in this step failed."
 MISSING_RESULT = "Tool error: no result: the call was not run."
