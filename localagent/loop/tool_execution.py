@@ -20,7 +20,6 @@ from localagent.turn import prompts
 Approver = Callable[[Tool, ToolRequest], bool]
 
 
-
 def deny_all(tool: Tool, request: ToolRequest) -> bool:
     return False
 

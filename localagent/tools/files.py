@@ -281,8 +281,8 @@ class FileTools:
         cancel: CancelToken | None,
         hint: str,
     ) -> str:
-        """A code with a digit not found as written: the same code with other separators (C-0042 as
-        C0042 or C 0042), never its parts, since lines holding "c" or "0042" are not that code."""
+        """A code with a digit not found as written: the same code with other separators (K-7731 as
+        K7731 or K 7731), never its parts, since lines holding "k" or "7731" are not that code."""
         found = self._search_lines(real, shown, status, _code_matcher(pattern), cancel)
         if found.results:
             self._found(pattern, shown, regex, found)
