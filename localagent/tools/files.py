@@ -21,7 +21,6 @@ import regex
 from pydantic import Field
 
 from localagent.core.cancel import CancelToken
-from localagent.tools import linked_lines
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.found_lines import (
     SEARCH_FILE_BYTES_LIMIT,
@@ -237,7 +236,7 @@ class FileTools:
         found = self._search_lines(real, shown, status, matches, cancel)
         self._found(pattern, shown, regex, found)
         if found.results:
-            return found.report(f"Matches for {pattern!r} in {shown}") + self._linked(found, pattern, cancel)
+            return found.report(f"Matches for {pattern!r} in {shown}")
         named = self._names_matching(real, matches)
         hint = (
             f"\nFiles whose names contain it: {', '.join(named)}. Read one with read_file." if named else ""
@@ -252,7 +251,7 @@ class FileTools:
             if loose.results:
                 self._found(pattern, shown, regex, loose)
                 heading = f"No line holds {pattern!r} as written; lines in {shown} with all of its words"
-                return loose.report(heading) + self._linked(loose, pattern, cancel) + hint
+                return loose.report(heading) + hint
         key_words = [word for word in words if word not in _COMMON_WORDS and len(word) > 1]
         if len(key_words) > 1:
             # A question's phrase ("garden club meetings in March") rarely appears whole in any line.
@@ -263,7 +262,7 @@ class FileTools:
                 del some.results[_SOME_WORDS_SHOWN:]
                 self._found(pattern, shown, regex, some)
                 heading = f"No line holds all the words of {pattern!r}; lines in {shown} with most of them"
-                return some.report(heading) + self._linked(some, pattern, cancel) + hint
+                return some.report(heading) + hint
         noun = "file" if found.searched == 1 else "files"
         nothing = f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}."
         if stat.S_ISREG(status.st_mode) and status.st_size <= SMALL_FILE_BYTES and found.searched:
@@ -287,7 +286,7 @@ class FileTools:
         if found.results:
             self._found(pattern, shown, regex, found)
             heading = f"No line holds {pattern!r} as written; lines in {shown} with it written another way"
-            return found.report(heading) + self._linked(found, pattern, cancel) + hint
+            return found.report(heading) + hint
         noun = "file" if found.searched == 1 else "files"
         return (
             f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}.{hint}"
@@ -297,24 +296,6 @@ class FileTools:
         self._matched_files[(pattern, shown, regex)] = found.paths()
         for path in found.paths():
             self._saw(path)
-
-    def _linked(self, search: Search, pattern: str, cancel: CancelToken | None) -> str:
-        """The other lines of the workspace that name what the matches name (linked_lines.py)."""
-        names = linked_lines.names_in(search.results, pattern)
-        if not names:
-            return ""
-        root = self.workspace.resolve(".")
-        status = _status(root, ".")
-        if status is None:
-            return ""
-        matcher = linked_lines.name_matcher(names)
-        found = self._search_lines(root, ".", status, matcher, cancel, open_sections=False)
-        followed, lines = linked_lines.linked(names, found.results, search.results)
-        if not lines:
-            return ""
-        for path in dict.fromkeys(line.path for line in lines):  # the lines shown, not all that name them
-            self._saw(path)
-        return f"\n{linked_lines.linked_report(followed, lines)}"
 
     def _search_lines(
         self,
