@@ -419,7 +419,7 @@ def test_write_file_only_creates_and_leaves_a_file_that_exists_as_it_was(tools: 
     with pytest.raises(
         ToolError,
         match=r"run\.sh already exists, and write_file only creates new files\. "
-        r"Nothing was changed\. Change it with replace_in_file: old '' adds new at the end",
+        r"Nothing was changed\. Change it with replace_in_file: old is the exact text to replace",
     ):
         tools.write_file("run.sh", "echo three\n")
     assert target.read_text() == "#!/bin/sh\necho one\necho two\n"

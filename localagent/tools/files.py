@@ -427,8 +427,8 @@ class FileTools:
             # change a line rewrites the file as that line alone, so an existing file is only edited.
             raise ToolError(
                 f"{shown} already exists, and write_file only creates new files. Nothing was changed. "
-                "Change it with replace_in_file: old '' adds new at the end of the file; otherwise old is "
-                "the exact text to replace."
+                "Change it with replace_in_file: old is the exact text to replace, copied from the file, "
+                "or '' to add new at the end of the file."
             )
         return real, shown
 
