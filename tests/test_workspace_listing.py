@@ -6,6 +6,7 @@ from pathlib import Path
 
 from localagent.tools.files import PREVIEW_CHARS, workspace_listing
 from localagent.tools.workspace import Workspace
+from localagent.turn import prompts
 
 
 def make(root: Path, files: dict[str, bytes | str]) -> Workspace:
@@ -52,7 +53,14 @@ def test_a_big_workspace_is_cut_at_the_limit_with_a_note(tmp_path: Path) -> None
     assert workspace_listing(workspace, limit=3) == (
         "f00.txt: file 0\nf01.txt: file 1\nf02.txt: file 2\n(more files not shown)"
     )
-    assert workspace_listing(make(tmp_path / "empty", {})) == "(no files)"
+
+
+def test_an_empty_folder_gets_no_listing_so_the_task_stands_alone(tmp_path: Path) -> None:
+    # "(no files)" before "What is 17 * 23?" made the default model answer that it could not
+    # calculate without files.
+    empty = make(tmp_path / "empty", {})
+    assert workspace_listing(empty) == ""
+    assert prompts.first_task("What is 17 * 23?", workspace_listing(empty)) == "What is 17 * 23?"
 
 
 def test_hidden_files_are_left_out(tmp_path: Path) -> None:

@@ -518,7 +518,7 @@ class FileTools:
 def workspace_listing(
     workspace: Workspace, limit: int = 40, previews: bool = True, hidden: Collection[Path] = ()
 ) -> str:
-    """The workspace's files, one relative path a line, for the model to know what exists.
+    """The workspace's files, one relative path a line, for the model to know what exists; "" for none.
 
     With `previews`, each path is followed by the file's first line that says something: a CSV's
     header or a document's title tells a small model which file to read.
@@ -529,7 +529,7 @@ def workspace_listing(
     files = [path for path in files if path not in left_out]
     shown = [_with_preview(workspace, path) if previews else path for path in files[:limit]]
     shown += ["(more files not shown)"] if len(files) > limit else []
-    return "\n".join(shown) if shown else "(no files)"
+    return "\n".join(shown)
 
 
 def _with_preview(workspace: Workspace, path: str) -> str:
