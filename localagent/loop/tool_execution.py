@@ -235,7 +235,7 @@ def _more_on_repeat(tool: Tool, request: ToolRequest, earlier: str) -> str:
         return ""
     try:
         more = tool.on_repeat(request.arguments or {}, earlier)
-    except Exception:  # noqa: BLE001 - a repeat is answered with the earlier result whatever happens
+    except Exception:  # noqa: BLE001 - a repeat gets its note whatever happens
         return ""
     return f"\n{more}" if more else ""
 

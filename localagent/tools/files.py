@@ -263,8 +263,7 @@ class FileTools:
                 self._found(pattern, shown, regex, some)
                 heading = f"No line holds all the words of {pattern!r}; lines in {shown} with most of them"
                 return some.report(heading) + hint
-        noun = "file" if found.searched == 1 else "files"
-        nothing = f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}."
+        nothing = _no_matches(pattern, shown, found)
         if stat.S_ISREG(status.st_mode) and status.st_size <= SMALL_FILE_BYTES and found.searched:
             # The model chose this file as the likely place; a small one shown whole saves it a step.
             return f"{nothing} The whole file instead:\n{self.read_file(shown)}"
@@ -287,10 +286,7 @@ class FileTools:
             self._found(pattern, shown, regex, found)
             heading = f"No line holds {pattern!r} as written; lines in {shown} with it written another way"
             return found.report(heading) + hint
-        noun = "file" if found.searched == 1 else "files"
-        return (
-            f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}.{hint}"
-        )
+        return f"{_no_matches(pattern, shown, found)}{hint}"
 
     def _found(self, pattern: str, shown: str, regex: bool, found: Search) -> None:
         self._matched_files[(pattern, shown, regex)] = found.paths()
@@ -661,6 +657,11 @@ def _words(pattern: str) -> list[str]:
     return [word.casefold() for word in _WORD.findall(pattern)]
 
 
+def _no_matches(pattern: str, shown: str, found: Search) -> str:
+    noun = "file" if found.searched == 1 else "files"
+    return f"No matches for {pattern!r} in {shown} ({found.searched} {noun} searched){found.skipped}."
+
+
 def _is_code(pattern: str) -> bool:
     """One token with a digit in it: an ID, a code, a date or a version, not a phrase."""
     stripped = pattern.strip()
@@ -785,20 +786,18 @@ def replacement(text: str, old: str, new: str, shown: str, replace_all: bool = F
     return Replacement(text.replace(old, new, 1), f"Replaced the text at line {line} of {shown}.")
 
 
-def _starts(text: str, old: str) -> Iterator[int]:
+def _starts(text: str, old: str, overlapping: bool = False) -> Iterator[int]:
+    """Where `old` starts in `text`; with `overlapping`, 'aa' starts twice in 'aaa'."""
+    step = 1 if overlapping else len(old)
     start = text.find(old)
     while start != -1:
         yield start
-        start = text.find(old, start + len(old))
+        start = text.find(old, start + step)
 
 
 def _occurrences(text: str, old: str, stop_at: int = 1000) -> int:
     """Overlapping occurrences count too: 'aa' in 'aaa' is ambiguous, so it counts twice."""
-    count, start = 0, text.find(old)
-    while start != -1 and count < stop_at:
-        count += 1
-        start = text.find(old, start + 1)
-    return count
+    return sum(1 for _ in itertools.islice(_starts(text, old, overlapping=True), stop_at))
 
 
 def _not_found_hint(text: str, old: str) -> str:
