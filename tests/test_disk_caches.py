@@ -4,11 +4,13 @@ token bytes, and the GGUF header read that replaces a vocab-only model load."""
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 
 import pytest
 
-from localagent.backends.decoding import LlamaSession
+from localagent.backends import prompt_cache
+from localagent.backends.decoding import KvSnapshot, LlamaSession
 from localagent.backends.gguf_header import GGUFHeaderError, context_length
 from localagent.backends.guidance import Guidance
 from localagent.backends.llama_runtime import LoadSettings, load_llama
@@ -22,6 +24,7 @@ from localagent.core.paths import cache_dir
 from localagent.errors import RecoverableTurnError
 from localagent.models.registry import ResolvedModel
 from localagent.tools import Tool, Workspace, select_tools
+from localagent.turn.prompts import first_task
 
 
 @pytest.fixture
@@ -62,9 +65,37 @@ def test_a_new_process_loads_the_instructions_instead_of_evaluating_them(
     assert ask(second, tools, "What is 2 + 2?") == reply
     record = second.generator.steps[0]
     prompt = second.format.render(conversation("What is 2 + 2?"), [t.spec for t in tools])
-    instructions = len(TokenReuse(second.generator.session).tokens_for(prompt).fixed)
+    instructions = TokenReuse(second.generator.session).tokens_for(prompt).shared_ends[-1]
     assert instructions > 100
     assert record.evaluated_prompt_tokens == record.prompt_tokens - instructions
+
+
+def test_a_new_process_in_the_same_folder_loads_the_listing_and_another_folder_the_instructions(
+    tiny_model_plain: Path, tools: list[Tool], private_home: Path
+) -> None:
+    specs = [t.spec for t in tools]
+    in_folder = first_task("What is 2 + 2?", "garden.md: # Seeds to sow\nbudget.csv: month,amount")
+    first = fresh_turn(tiny_model_plain, max_tokens=24)
+    reply = ask(first, tools, in_folder)
+    assert len(list((private_home / "prompt-cache").glob("*.kv"))) == 2
+
+    second = fresh_turn(tiny_model_plain, max_tokens=24)
+    assert ask(second, tools, in_folder) == reply
+    instructions, with_listing = (
+        TokenReuse(second.generator.session)
+        .tokens_for(second.format.render(conversation(in_folder), specs))
+        .shared_ends
+    )
+    assert with_listing - instructions > 10
+    record = second.generator.steps[0]
+    assert record.evaluated_prompt_tokens == record.prompt_tokens - with_listing
+
+    other_folder = first_task("What is 2 + 2?", "recipes.md: # Soups")
+    third = fresh_turn(tiny_model_plain, max_tokens=24)
+    ask(third, tools, other_folder)
+    record = third.generator.steps[0]
+    assert record.evaluated_prompt_tokens == record.prompt_tokens - instructions
+    assert len(list((private_home / "prompt-cache").glob("*.kv"))) == 3
 
 
 def test_a_damaged_snapshot_is_evaluated_again_with_the_same_result(
@@ -123,7 +154,27 @@ def test_after_another_conversation_the_instructions_load_again_instead_of_being
         with contextlib.suppress(RecoverableTurnError):  # random weights: a reply may be cut off
             ask(turn, offered, "Say hi.")
     prompt = turn.format.render(conversation("Say hi."), [t.spec for t in tools])
-    instructions = len(TokenReuse(turn.generator.session).tokens_for(prompt).fixed)
+    instructions = TokenReuse(turn.generator.session).tokens_for(prompt).shared_ends[-1]
     record = turn.generator.steps[-1]
     assert instructions > 100
     assert record.evaluated_prompt_tokens == record.prompt_tokens - instructions
+
+
+def test_snapshots_past_the_size_limit_go_least_recently_used_first(
+    tiny_model_plain: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prompt_cache, "_KEPT_BYTES", 2500)
+    session = LlamaSession(load_llama(tiny_model_plain, LoadSettings(n_ctx=512)))
+    cache = prompt_cache.PromptCache(tmp_path / "kv", tiny_model_plain)
+    first, second, third = (KvSnapshot((1, start), bytes(1000)) for start in (10, 20, 30))
+    # File times move in clock ticks of up to 10 ms; each step waits one out to be ordered.
+    cache.write(session, first)
+    time.sleep(0.05)
+    cache.write(session, second)
+    time.sleep(0.05)
+    assert cache.read(session, first.tokens) is not None  # reading makes it the most recently used
+    time.sleep(0.05)
+    cache.write(session, third)
+    assert cache.read(session, second.tokens) is None
+    assert cache.read(session, first.tokens) == first
+    assert cache.read(session, third.tokens) == third

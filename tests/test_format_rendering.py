@@ -39,6 +39,7 @@ SMOLLM = ChatTemplate(SMOLLM_TEMPLATE, "<|im_start|>", "<|im_end|>")
 TOOLS = [CALCULATOR, SEARCH, CLOCK]
 SYSTEM = "You are a careful assistant."
 TASK = "What is 2 + 3, and what do my notes say about milk?"
+LISTING = "notes.md: # Shopping\nrecipes/soup.md: # Leek soup"
 
 
 def start(task: str = TASK, system: str | None = SYSTEM) -> list[Message]:
@@ -192,23 +193,39 @@ def test_each_prompt_is_the_last_one_then_the_reply_as_written_then_what_is_new(
 
 
 @pytest.mark.parametrize("name", list(SETUPS))
-def test_the_fixed_prefix_starts_every_prompt_of_a_run_and_of_other_tasks(name: str) -> None:
+def test_the_instructions_start_every_prompt_of_a_run_and_of_other_tasks(name: str) -> None:
     reply_format = SETUPS[name].reply_format
     prompts_, _ = run(SETUPS[name])
-    fixed = prompts_[0].fixed_prefix
-    assert fixed and SYSTEM in fixed and "calculator" in fixed
-    assert TASK not in fixed
+    (instructions,) = prompts_[0].shared_starts
+    assert SYSTEM in instructions and "calculator" in instructions
+    assert TASK not in instructions
     for prompt in prompts_:
-        assert prompt.fixed_prefix == fixed
-        assert prompt.text.startswith(fixed)
-    assert reply_format.render(start("Another task."), TOOLS).fixed_prefix == fixed
+        assert prompt.shared_starts == (instructions,)
+        assert prompt.text.startswith(instructions)
+    assert reply_format.render(start("Another task."), TOOLS).shared_starts == (instructions,)
 
 
 @pytest.mark.parametrize("name", list(SETUPS))
-def test_without_a_system_prompt_the_fixed_prefix_holds_no_task(name: str) -> None:
-    prompt = SETUPS[name].reply_format.render(start(system=None), TOOLS)
-    assert TASK not in prompt.fixed_prefix
-    assert prompt.text.startswith(prompt.fixed_prefix)
+def test_the_listing_is_shared_by_every_task_in_the_folder_and_not_by_another_folder(name: str) -> None:
+    reply_format = SETUPS[name].reply_format
+    in_folder = prompts.first_task(TASK, LISTING)
+    (instructions, with_listing) = reply_format.render(start(in_folder), TOOLS).shared_starts
+    assert with_listing.startswith(instructions) and with_listing.endswith(LISTING + "\n\n")
+    assert TASK not in with_listing
+    other_task = reply_format.render(start(prompts.first_task("Another task.", LISTING)), TOOLS)
+    assert other_task.shared_starts == (instructions, with_listing)
+    assert other_task.text.startswith(with_listing)
+    other_folder = reply_format.render(start(prompts.first_task(TASK, "todo.md: # Chores")), TOOLS)
+    assert other_folder.shared_starts[0] == instructions
+    assert other_folder.shared_starts[1] != with_listing
+
+
+@pytest.mark.parametrize("name", list(SETUPS))
+def test_without_a_system_prompt_no_shared_start_holds_the_task(name: str) -> None:
+    prompt = SETUPS[name].reply_format.render(start(prompts.first_task(TASK, LISTING), system=None), TOOLS)
+    for shared in prompt.shared_starts:
+        assert TASK not in shared
+        assert prompt.text.startswith(shared)
 
 
 def test_a_malformed_reply_is_rendered_as_written_then_the_feedback() -> None:

@@ -32,6 +32,7 @@ TOOLS = [
 SAMPLE_ARGUMENTS: dict[str, Any] = {
     "task": "How long is the file?",
     "listing": "notes.txt\nsrc/app.py",
+    "user_message": "Files in the workspace:\nnotes.txt\n\nHow long is the file?",
     "tools": TOOLS,
     "tool_names": ["read_file", "list_dir", "search_text"],
     "tool_choice": NamedToolChoice(name="read_file"),

@@ -83,8 +83,8 @@ class LlamaSession:
         self._pieces: dict[int, bytes] = {}
         self._piece_buffer = ctypes.create_string_buffer(512)
         self._bitmask = allocate_token_bitmask(1, self.n_vocab)
-        # The snapshot a new conversation starts from (its fixed prefix), kept for the next one.
-        self.start_snapshot: KvSnapshot | None = None
+        # The snapshots a new conversation starts from (its shared starts), kept for the next one.
+        self.start_snapshots: list[KvSnapshot] = []
 
     def tokenize(self, text: str, *, bos: bool, special: bool = False) -> list[int]:
         """Tokens for text; `special` reads markers like <start_of_turn> as control tokens."""
@@ -144,6 +144,11 @@ class LlamaSession:
         """
         self.llama.n_tokens = 0
         self.llama._ctx.kv_cache_clear()
+        return self.evaluate_on_held(tokens, cancel)
+
+    def evaluate_on_held(self, tokens: Sequence[int], cancel: CancelToken | None = None) -> KvSnapshot:
+        """The snapshot of `tokens` evaluated on what the KV cache holds, a loaded snapshot of their
+        start, which then holds it as loaded; the same start always gives the same snapshot."""
         self.prefill(tokens, cancel)
         snapshot = self.snapshot()
         if not self.load(snapshot):

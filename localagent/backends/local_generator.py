@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from localagent.backends.decoding import Generation, LlamaSession, Sampling
+from localagent.backends.decoding import Generation, KvSnapshot, LlamaSession, Sampling
 from localagent.backends.guidance import GrammarCompileError, Guidance
 from localagent.backends.prompt_cache import PromptCache
 from localagent.backends.reply import Reply
@@ -135,7 +135,7 @@ class LocalGenerator:
         stops: Sequence[str] = (),
     ) -> Reply:
         prompt_tokens = self._reuse.tokens_for(prompt)
-        warmed = self._start_conversation(prompt_tokens.fixed, cancel)
+        warmed = self._start_conversation(prompt_tokens.tokens, prompt_tokens.shared_ends, cancel)
         generation, decoder = self._generate(prompt_tokens.tokens, grammar, cancel, on_text, stops)
         # The KV cache holds the prompt and, from the own loop (not GBNF's), exactly the reply's tokens.
         self._reuse.hold(prompt.text, prompt_tokens.tokens, generation.tokens)
@@ -174,25 +174,35 @@ class LocalGenerator:
                 return generation, "llguidance"
         return self.session.generate_stock(prompt, gbnf=grammar.gbnf, on_text=on_text, **common), "gbnf"
 
-    def _start_conversation(self, tokens: list[int], cancel: CancelToken) -> int:
-        """Start from the prompt's fixed prefix alone, loaded from its snapshot, whatever the KV cache
-        held before: a conversation's replies then do not depend on the ones before it, in this
-        process or in the one that saved the snapshot. The snapshot comes from memory, else from
-        disk, else the prefix is evaluated from an empty cache and its snapshot saved.
+    def _start_conversation(self, tokens: list[int], ends: list[int], cancel: CancelToken) -> int:
+        """Start from the prompt's shared starts alone, loaded from their snapshots, whatever the KV
+        cache held before: a conversation's replies then do not depend on the ones before it, in this
+        process or in the one that saved the snapshots. The longest start with a snapshot in memory
+        or on disk is loaded; each longer one is evaluated on it, and its snapshot saved.
 
         Returns how many tokens this evaluated.
         """
-        if not tokens:
-            return 0
+        starts = [tuple(tokens[:end]) for end in ends]
         session, cache = self.session, self.prompt_cache
-        snapshot = session.start_snapshot
-        if snapshot is None or snapshot.tokens != tuple(tokens):
-            snapshot = cache.read(session, tokens) if cache else None
+        kept = {snapshot.tokens: snapshot for snapshot in session.start_snapshots}
+        loaded: KvSnapshot | None = None
+        while starts and loaded is None:
+            start = starts[-1]
+            snapshot = kept.get(start) or (cache.read(session, start) if cache else None)
+            if snapshot is not None and session.load(snapshot):
+                loaded = snapshot
+            else:
+                starts.pop()
+        chain = [kept[start] for start in starts[:-1] if start in kept] + ([loaded] if loaded else [])
         evaluated = 0
-        if snapshot is None or not session.load(snapshot):
-            snapshot = session.evaluate_alone(tokens, cancel)
-            evaluated = len(tokens)
+        for end in ends[len(starts) :]:
+            start = tuple(tokens[:end])
+            evaluate = session.evaluate_on_held if loaded else session.evaluate_alone
+            snapshot = evaluate(start, cancel)
+            evaluated += len(start) - (len(loaded.tokens) if loaded else 0)
             if cache is not None:
                 cache.write(session, snapshot)
-        session.start_snapshot = snapshot
+            chain.append(snapshot)
+            loaded = snapshot
+        session.start_snapshots = chain
         return evaluated

@@ -1,7 +1,8 @@
-"""KV-cache snapshots of the instructions on disk, so a new process does not evaluate them again.
+"""KV-cache snapshots of the starts prompts share, on disk, so a new process does not evaluate them again.
 
-Every run starts with the same few hundred tokens of instructions and tool schemas; evaluating them
-is most of a cold start on a laptop. The snapshot is keyed by everything that shapes it: the model
+Every run starts with the same few hundred tokens of instructions and tool schemas, and every run in
+a folder with the same listing of its files; evaluating them is most of a short task on a laptop.
+A snapshot is keyed by everything that shapes it: the model
 file, the context size, the llama-cpp-python version and the exact tokens.
 """
 
@@ -17,7 +18,8 @@ import numpy as np
 from localagent.backends.decoding import KvSnapshot, LlamaSession
 from localagent.backends.llama_runtime import model_identity
 
-_KEEP = 8  # snapshots kept; the oldest go first
+# A snapshot is 20 to 60 MB on a 1.5B model; the least recently used go first past this size.
+_KEPT_BYTES = 512 * 1024 * 1024
 _SUFFIX = ".kv"
 # Part of every key. Version 1 saved the prefix as the cache held it, which could have been evaluated
 # after another conversation, so its numbers differed slightly from the prefix's own.
@@ -57,5 +59,8 @@ class PromptCache:
 
     def _prune(self) -> None:
         snapshots = sorted(self.directory.glob(f"*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in snapshots[_KEEP:]:
-            old.unlink(missing_ok=True)
+        total = 0
+        for position, snapshot in enumerate(snapshots):
+            total += snapshot.stat().st_size
+            if position > 0 and total > _KEPT_BYTES:
+                snapshot.unlink(missing_ok=True)

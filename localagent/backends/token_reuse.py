@@ -2,8 +2,9 @@
 
 Rendering is append-only: each step's prompt is the last prompt, then the last reply as the model
 wrote it, then what is new. The held tokens are reused for as much of the new text as they spell
-byte for byte; only the rest is tokenized. The instructions (the prompt's fixed prefix) are always
-tokenized on their own, so the KV snapshot kept on disk for them fits exactly.
+byte for byte; only the rest is tokenized. Each shared start of a prompt (the instructions, then
+the workspace's listing) is always tokenized on its own, so the KV snapshots kept on disk for them
+fit exactly.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ class PromptTokens:
     tokens: list[int]
     # How many of `tokens` were not held by the KV cache after the last turn.
     new: int
-    # The tokens of the prompt's fixed prefix, when the prompt was tokenized from scratch.
-    fixed: list[int] = field(default_factory=list)
+    # Where each of the prompt's shared starts ends, in tokens, when it was tokenized from scratch.
+    shared_ends: list[int] = field(default_factory=list)
 
 
 class TokenReuse:
@@ -37,13 +38,16 @@ class TokenReuse:
             suffix = self.session.tokenize(prompt.text[length:], bos=False, special=prompt.special)
             return PromptTokens(held_tokens + suffix, len(suffix))
         bos = not (self._bos_text and prompt.text.startswith(self._bos_text))
-        fixed_text = prompt.fixed_prefix
-        if fixed_text and prompt.text.startswith(fixed_text):
-            fixed = self.session.tokenize(fixed_text, bos=bos, special=prompt.special)
-            rest = self.session.tokenize(prompt.text[len(fixed_text) :], bos=False, special=prompt.special)
-            return PromptTokens(fixed + rest, len(fixed) + len(rest), fixed)
-        tokens = self.session.tokenize(prompt.text, bos=bos, special=prompt.special)
-        return PromptTokens(tokens, len(tokens))
+        tokens: list[int] = []
+        ends: list[int] = []
+        done = 0
+        for start in prompt.shared_starts:
+            if done < len(start) and prompt.text.startswith(start):
+                tokens += self.session.tokenize(start[done:], bos=bos and not tokens, special=prompt.special)
+                ends.append(len(tokens))
+                done = len(start)
+        tokens += self.session.tokenize(prompt.text[done:], bos=bos and not tokens, special=prompt.special)
+        return PromptTokens(tokens, len(tokens), ends)
 
     def hold(self, prompt_text: str, prompt_tokens: list[int], reply_tokens: list[int]) -> None:
         """What the KV cache holds after a turn: the prompt, then exactly the reply's tokens."""

@@ -8,11 +8,12 @@ from functools import cached_property
 from typing import Literal, Protocol
 
 from localagent.core.events import TurnEventSink
-from localagent.core.messages import Final, Message, NamedToolChoice, ToolChoice, ToolRequests
+from localagent.core.messages import Final, Message, NamedToolChoice, ToolChoice, ToolRequests, UserMessage
 from localagent.errors import LocalagentError
 from localagent.formats.call_stream import CallSink
 from localagent.schema_grammar.gbnf import lark_to_gbnf
 from localagent.tools.spec import ToolSpec
+from localagent.turn import prompts
 
 FormatName = Literal["react", "tool_call"]
 TextSink = Callable[[str], None]
@@ -27,9 +28,21 @@ class Prompt:
     text: str
     # The text holds a chat template's markers, to be read as special tokens.
     special: bool = False
-    # The start of `text` that is the same for every task with these tools: the instructions. A
-    # local engine keeps its KV cache on disk, so a new process need not evaluate it again.
-    fixed_prefix: str = ""
+    # Starts of `text` that other prompts share, shortest first, each a start of the next: the
+    # instructions (the same for every task with these tools), then those and the workspace's listing
+    # (the same for every task in that folder). A local engine keeps a KV snapshot of each on disk,
+    # so a new process need not evaluate them again.
+    shared_starts: tuple[str, ...] = ()
+
+
+def shared_starts(text: str, instructions: str, messages: Sequence[Message]) -> tuple[str, ...]:
+    """The starts of a rendered prompt that other prompts share: `instructions` when `text` starts
+    with it, then `text` up to the end of the workspace's listing in the first user message."""
+    starts = (instructions,) if instructions and text.startswith(instructions) else ()
+    first_user = next((m for m in messages if isinstance(m, UserMessage)), None)
+    listing = prompts.listing_block(first_user.content) if first_user else ""
+    at = text.find(listing, len(starts[0]) if starts else 0) if listing else -1
+    return starts + ((text[: at + len(listing)],) if at >= 0 else ())
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,13 @@ def first_task(task: str, listing: str | None) -> str:
     return f"{_LISTING_HEADING}{listing}\n\n{task}"
 
 
+def listing_block(user_message: str) -> str:
+    """The view of the workspace `first_task` put before the task, through its blank line; "" for none."""
+    if user_message.startswith(_LISTING_HEADING) and "\n\n" in user_message:
+        return user_message.split("\n\n", 1)[0] + "\n\n"
+    return ""
+
+
 def question_of(message: str) -> str:
     """The task in a user message, without the view of the workspace `first_task` put before it."""
     if message.startswith(_LISTING_HEADING) and "\n\n" in message:

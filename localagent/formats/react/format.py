@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from localagent.core.events import TurnEventSink
 from localagent.core.messages import Message, ToolChoice
-from localagent.formats.base import CachedGrammars, HowWritten, ParsedReply, Prompt, TextSink
+from localagent.formats.base import CachedGrammars, HowWritten, ParsedReply, Prompt, TextSink, shared_starts
 from localagent.formats.call_stream import CallSink, ReactCallReader
 from localagent.formats.chat_template import ChatTemplate
 from localagent.formats.react.grammar import GrammarOptions, build_grammar
@@ -47,11 +47,13 @@ class ReactFormat(CachedGrammars):
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Prompt:
         turns = prompt_turns(messages, tools, plain=self.template is None)
         if self.template is None:
-            return Prompt(render_plain(turns), special=False, fixed_prefix=instructions_of(turns))
+            text = render_plain(turns)
+            starts = shared_starts(text, instructions_of(turns), messages)
+            return Prompt(text, special=False, shared_starts=starts)
         chat = chat_messages(turns)
         text = self.template.render(chat)
-        fixed = self.template.render(chat[:1], generation=False)
-        return Prompt(text, special=True, fixed_prefix=fixed if text.startswith(fixed) else "")
+        instructions = self.template.render(chat[:1], generation=False)
+        return Prompt(text, special=True, shared_starts=shared_starts(text, instructions, messages))
 
     def parse(
         self, text: str, tools: Sequence[ToolSpec], tool_choice: ToolChoice, how: HowWritten

@@ -20,7 +20,7 @@ from localagent.core.messages import (
     ToolMessage,
     UserMessage,
 )
-from localagent.formats.base import CachedGrammars, HowWritten, ParsedReply, Prompt, TextSink
+from localagent.formats.base import CachedGrammars, HowWritten, ParsedReply, Prompt, TextSink, shared_starts
 from localagent.formats.call_stream import CallSink, WrappedCallReader
 from localagent.formats.chat_template import ChatTemplate
 from localagent.formats.tool_call.grammar import (
@@ -57,10 +57,10 @@ class ToolCallFormat(CachedGrammars):
         chat = self._chat_messages(messages, tools)
         tool_list = [tool.to_openai() for tool in tools] if self.template.renders_tools else None
         text = self.template.render(chat, tool_list)
-        # The system turn is the same for every task; a first user turn is not.
+        # The system turn is the same for every task; a first user turn is not, but its listing is.
         system = chat[:1] if chat and chat[0]["role"] == "system" else []
-        fixed = self.template.render(system, tool_list, generation=False) if system else ""
-        return Prompt(text, special=True, fixed_prefix=fixed if text.startswith(fixed) else "")
+        instructions = self.template.render(system, tool_list, generation=False) if system else ""
+        return Prompt(text, special=True, shared_starts=shared_starts(text, instructions, messages))
 
     def parse(
         self, text: str, tools: Sequence[ToolSpec], tool_choice: ToolChoice, how: HowWritten
