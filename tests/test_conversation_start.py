@@ -22,6 +22,7 @@ from localagent.core.cancel import CancelToken
 from localagent.core.messages import Message, SystemMessage, UserMessage
 from localagent.models.registry import ResolvedModel
 from localagent.tools import Tool
+from localagent.turn.prompts import first_task
 
 pytestmark = pytest.mark.slow
 
@@ -92,3 +93,27 @@ def test_a_snapshot_saved_after_another_conversation_holds_what_a_fresh_model_co
     assert loading.first_reply(QUESTION) == alone
     [step] = loading.steps
     assert step.evaluated_prompt_tokens < step.prompt_tokens / 2  # the instructions came from disk
+
+
+def test_a_task_in_a_folder_replies_the_same_whether_its_listing_was_evaluated_kept_or_loaded(
+    embedded_model: ResolvedModel,
+    default_tools: list[Tool],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path))
+    listing = "sowing.md: # When to sow\nnotes.txt: Plant the tulips in October"
+    in_folder = first_task(QUESTION, listing)
+    alone = Replies(embedded_model, default_tools, disk_cache=False).first_reply(in_folder)
+
+    kept = Replies(embedded_model, default_tools, disk_cache=False)
+    kept.first_reply(first_task(SIMILAR, listing))
+    assert kept.first_reply(in_folder) == alone
+    kept.first_reply(first_task(QUESTION, "rota.md: # Who waters the plants"))
+    assert kept.first_reply(in_folder) == alone
+
+    Replies(embedded_model, default_tools, disk_cache=True).first_reply(first_task(SIMILAR, listing))
+    loading = Replies(embedded_model, default_tools, disk_cache=True)
+    assert loading.first_reply(in_folder) == alone
+    [step] = loading.steps
+    assert step.prompt_tokens - step.evaluated_prompt_tokens > len(listing) // 8  # the listing came from disk

@@ -22,6 +22,7 @@ from localagent.core.cancel import CancelToken
 from localagent.core.messages import Message, SystemMessage, UserMessage
 from localagent.core.paths import cache_dir
 from localagent.errors import RecoverableTurnError
+from localagent.formats.base import Prompt
 from localagent.models.registry import ResolvedModel
 from localagent.tools import Tool, Workspace, select_tools
 from localagent.turn.prompts import first_task
@@ -178,3 +179,25 @@ def test_snapshots_past_the_size_limit_go_least_recently_used_first(
     assert cache.read(session, second.tokens) is None
     assert cache.read(session, first.tokens) == first
     assert cache.read(session, third.tokens) == third
+
+
+def test_a_later_step_keeps_the_starts_in_memory_for_the_next_conversation(
+    tiny_model_plain: Path, tools: list[Tool], private_home: Path
+) -> None:
+    turn = fresh_turn(tiny_model_plain, max_tokens=8, disk_cache=False)
+    generator, specs = turn.generator, [t.spec for t in tools]
+    listing = "garden.md: # Seeds to sow\nbudget.csv: month,amount"
+
+    def step(prompt: Prompt) -> str:
+        return generator.generate(prompt, None, CancelToken(), lambda text: None).text
+
+    first = turn.format.render(conversation(first_task("Say hi.", listing)), specs)
+    reply = step(first)
+    step(Prompt(first.text + reply + "\nObservation: hi\n", first.special, first.shared_starts))
+    assert generator.steps[-1].evaluated_prompt_tokens < 20  # the step went on from the KV cache
+
+    another = turn.format.render(conversation(first_task("Say bye.", listing)), specs)
+    step(another)
+    with_listing = TokenReuse(generator.session).tokens_for(another).shared_ends[-1]
+    record = generator.steps[-1]
+    assert record.evaluated_prompt_tokens == record.prompt_tokens - with_listing

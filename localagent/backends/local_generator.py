@@ -182,13 +182,17 @@ class LocalGenerator:
 
         Returns how many tokens this evaluated.
         """
+        if not ends:  # a later step, whose start the KV cache holds, or a prompt that shares none
+            return 0
         starts = [tuple(tokens[:end]) for end in ends]
         session, cache = self.session, self.prompt_cache
         kept = {snapshot.tokens: snapshot for snapshot in session.start_snapshots}
         loaded: KvSnapshot | None = None
         while starts and loaded is None:
             start = starts[-1]
-            snapshot = kept.get(start) or (cache.read(session, start) if cache else None)
+            snapshot = kept.get(start)
+            if cache is not None:
+                snapshot = cache.mark_used(session, snapshot) if snapshot else cache.read(session, start)
             if snapshot is not None and session.load(snapshot):
                 loaded = snapshot
             else:

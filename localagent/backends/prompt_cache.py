@@ -8,6 +8,7 @@ file, the context size, the llama-cpp-python version and the exact tokens.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ class PromptCache:
         return digest.hexdigest()[:32]
 
     def read(self, session: LlamaSession, tokens: Sequence[int]) -> KvSnapshot | None:
-        path = self.directory / (self.key(session, tokens) + _SUFFIX)
+        path = self._path(session, tokens)
         try:
             data = path.read_bytes()
             path.touch()
@@ -45,9 +46,18 @@ class PromptCache:
             return None
         return KvSnapshot(tuple(tokens), data)
 
+    def mark_used(self, session: LlamaSession, snapshot: KvSnapshot) -> KvSnapshot:
+        """Note a use of a snapshot this process holds in memory, so pruning keeps its file longer."""
+        with contextlib.suppress(OSError):
+            os.utime(self._path(session, snapshot.tokens))  # unlike touch(), never makes an empty file
+        return snapshot
+
+    def _path(self, session: LlamaSession, tokens: Sequence[int]) -> Path:
+        return self.directory / (self.key(session, tokens) + _SUFFIX)
+
     def write(self, session: LlamaSession, snapshot: KvSnapshot) -> None:
         """Save the snapshot; a failure to write is not an error."""
-        target = self.directory / (self.key(session, snapshot.tokens) + _SUFFIX)
+        target = self._path(session, snapshot.tokens)
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
