@@ -801,8 +801,7 @@ def test_a_cancelled_search_stops(tools: FileTools) -> None:
 
 def search_twice(tools: FileTools, **arguments: object) -> str:
     """The second of two identical search_text calls in two steps, as the runner answers it."""
-    read_only = {tool.name: tool for tool in tools.tools() if not tool.changes_files}
-    executor = ToolExecutor(read_only, lambda event: None, deny_all, 8)
+    executor = ToolExecutor({tool.name: tool for tool in tools.tools()}, lambda event: None, deny_all, 8)
     for step in range(2):
         request = ToolRequest(id=f"call-{step}", name="search_text", arguments=dict(arguments))
         (message,) = executor.run_step([request], CancelToken())

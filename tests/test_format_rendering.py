@@ -221,17 +221,6 @@ def test_the_listing_is_shared_by_every_task_in_the_folder_and_not_by_another_fo
 
 
 @pytest.mark.parametrize("name", list(SETUPS))
-def test_a_resting_tool_stays_in_the_prompt_and_leaves_the_grammar(name: str) -> None:
-    reply_format = SETUPS[name].reply_format
-    resting = [
-        tool.model_copy(update={"resting": True}) if tool.name == SEARCH.name else tool for tool in TOOLS
-    ]
-    assert reply_format.render(start(), resting) == reply_format.render(start(), TOOLS)
-    assert set(reply_format.grammar(TOOLS, "auto").tool_names) == {tool.name for tool in TOOLS}
-    assert set(reply_format.grammar(resting, "auto").tool_names) == {CALCULATOR.name, CLOCK.name}
-
-
-@pytest.mark.parametrize("name", list(SETUPS))
 def test_without_a_system_prompt_no_shared_start_holds_the_task(name: str) -> None:
     prompt = SETUPS[name].reply_format.render(start(prompts.first_task(TASK, LISTING), system=None), TOOLS)
     for shared in prompt.shared_starts:

@@ -384,13 +384,6 @@ def test_tool_choice_is_sent_with_the_tools(replay: ReplayServer, choice: ToolCh
     assert [tool["function"]["name"] for tool in body["tools"]] == ["weather"]
 
 
-def test_a_resting_tool_is_not_sent(replay: ReplayServer) -> None:
-    clock = ToolSpec(name="clock", description="The time now.")
-    replay.enqueue_chunks(text_chunks("Sunny."))
-    take_turn(make_turn(replay), tools=[WEATHER.model_copy(update={"resting": True}), clock])
-    assert [tool["function"]["name"] for tool in replay.bodies[0]["tools"]] == ["clock"]
-
-
 def test_no_tools_means_no_tool_choice(replay: ReplayServer) -> None:
     replay.enqueue_chunks(text_chunks("hi"))
     take_turn(make_turn(replay), tools=[])

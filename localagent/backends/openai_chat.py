@@ -218,7 +218,7 @@ class OpenAIChatTurn:
         params: dict[str, Any] = {"model": self.model, "messages": history, "stream": True}
         # With `none` the tools still go along, so the server can render the earlier calls.
         if tools and (choice != "none" or self._send_tools_with_none):
-            params["tools"] = [tool.to_openai() for tool in tools if not tool.resting]
+            params["tools"] = [tool.to_openai() for tool in tools]
             params["tool_choice"] = to_openai_tool_choice(choice)
         options = {"stream_options": {"include_usage": True}, **self.sampling.as_params()}
         params.update((name, value) for name, value in options.items() if name not in self._refused_options)

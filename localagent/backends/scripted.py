@@ -42,7 +42,6 @@ class RecordedTurn:
     messages: list[Message]
     tool_names: list[str]
     tool_choice: ToolChoice
-    resting: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -61,8 +60,7 @@ class ScriptedTurn:
         on_event: TurnEventSink | None = None,
     ) -> Final | ToolRequests:
         cancel.raise_if_cancelled()
-        resting = [t.name for t in tools if t.resting]
-        self.calls.append(RecordedTurn(list(messages), [t.name for t in tools], tool_choice, resting))
+        self.calls.append(RecordedTurn(list(messages), [t.name for t in tools], tool_choice))
         position = len(self.calls) - 1
         if position >= len(self.items):
             raise BackendError(

@@ -127,4 +127,4 @@ class CachedGrammars:
         self._grammars = GrammarCache(build)
 
     def grammar(self, tools: Sequence[ToolSpec], tool_choice: ToolChoice) -> ReplyGrammar:
-        return self._grammars.get([tool for tool in tools if not tool.resting], tool_choice)
+        return self._grammars.get(tools, tool_choice)

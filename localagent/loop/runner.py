@@ -42,7 +42,6 @@ from localagent.errors import BackendError, RecoverableTurnError
 from localagent.loop.tool_execution import Approver, ToolExecutor, deny_all
 from localagent.loop.transcript import Transcript
 from localagent.tools.base import Tool
-from localagent.tools.spec import ToolSpec
 from localagent.turn import prompts
 from localagent.turn.model_turn import ModelTurn
 
@@ -147,7 +146,7 @@ class Runner:
             state.steps += 1
             last = state.steps >= max_steps
             choice: ToolChoice = "none" if last or executor.tools_off else "auto"
-            offered = [tool.turn_spec(resting=name in executor.resting) for name, tool in self.tools.items()]
+            offered = [tool for name, tool in self.tools.items() if name not in executor.resting]
             result = self._take_turn(state, choice, offered, cancel)
             if result is None:  # a malformed reply, already answered with feedback
                 if last:
@@ -187,7 +186,7 @@ class Runner:
             raise state.stop("tool_failures", f"{broken} failed {limit} times in a row")
 
     def _take_turn(
-        self, state: _RunState, choice: ToolChoice, offered: list[ToolSpec], cancel: CancelToken
+        self, state: _RunState, choice: ToolChoice, offered: list[Tool], cancel: CancelToken
     ) -> Final | ToolRequests | None:
         """The model's reply, already in the history; None when it was malformed and got feedback."""
         steps_left = self.settings.max_steps - state.steps
@@ -196,7 +195,9 @@ class Runner:
         )
         started = time.monotonic()
         try:
-            result = self.turn(state.messages, offered, choice, cancel, self._emit)
+            result = self.turn(
+                state.messages, [tool.turn_spec() for tool in offered], choice, cancel, self._emit
+            )
         except RecoverableTurnError as error:
             state.format_errors += 1
             self._emit(FormatError(step=state.steps, problem=error.problem, feedback=error.feedback))

@@ -68,6 +68,7 @@ class _Outcome:
     is_error: bool
     counts_as_failure: bool = False
     repeated: bool = False
+    rests: bool = False  # its tool is off for the next reply
     ran: bool = False
     announced: bool = False  # its call was shown (ToolStarted) before the outcome was known
 
@@ -84,14 +85,10 @@ class ToolExecutor:
     failure_streaks: dict[str, int] = field(default_factory=dict)
     # Whether the last step's every call repeated an earlier one: the model had nothing new to try.
     only_repeated: bool = False
-    # Tools left out of the next reply only. A step of repeats turns tools off, as the model has
-    # nothing new to try; but an answer cannot change a file, so while a change is due the repeated
-    # tools rest for one reply instead, which keeps the change tools on.
+    # Tools off for the next reply only: repeated while a change the task asks for is not made yet.
     resting: frozenset[str] = frozenset()
-    # A tool rests once a run: a model that repeats it after its rest is told to answer.
-    _rested: set[str] = field(default_factory=set)
-    # A change was made, or the user declined one: none is due any more.
-    _change_settled: bool = False
+    _rested: set[str] = field(default_factory=set)  # each tool rests once a run, then tools go off
+    _changed: bool = False  # a change to a file was made
     _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
     _declined: set[tuple[str, str]] = field(default_factory=set)  # changes the user said no to
 
@@ -133,19 +130,9 @@ class ToolExecutor:
         for index, first in repeats:
             outcomes[index] = _repeat_of(outcomes[first])
         self.only_repeated = bool(outcomes) and all(outcome and outcome.repeated for outcome in outcomes)
-        self._note_repeats(requests, outcomes)
-        return [self._finish(request, outcome) for request, outcome in zip(requests, outcomes, strict=True)]
-
-    def _note_repeats(self, requests: Sequence[ToolRequest], outcomes: Sequence[_Outcome | None]) -> None:
-        """Whether the step's repeated tools rest or tools go off, and each repeat's note saying so."""
-        repeated = [(r.name, o) for r, o in zip(requests, outcomes, strict=True) if o and o.repeated]
-        names = {name for name, _ in repeated}
-        rest = self.only_repeated and self._change_due and not names & self._rested
-        self.resting = frozenset(names) if rest else frozenset()
+        self.resting = frozenset(r.name for r, o in zip(requests, outcomes, strict=True) if o and o.rests)
         self._rested |= self.resting
-        for name, outcome in repeated:
-            note = prompts.repeated_call_resting(name) if rest else prompts.REPEATED_CALL
-            outcome.content = note + outcome.content
+        return [self._finish(request, outcome) for request, outcome in zip(requests, outcomes, strict=True)]
 
     def tool_with_failure_streak(self, limit: int) -> str | None:
         return next((name for name, streak in self.failure_streaks.items() if streak >= limit), None)
@@ -164,20 +151,24 @@ class ToolExecutor:
         key = _call_key(request)
         if key in self._earlier_results and not tool.changes_files:
             # Its result is already above, so it is not shown again: only what the tool adds on a
-            # repeat, after the note `_note_repeats` puts first. Nearly every small model that repeats
-            # a call repeats it again when told to try something else.
-            return _Outcome(_more_on_repeat(tool, request, self._earlier_results[key]), False, repeated=True)
+            # repeat. Nearly every small model that repeats a call repeats it again when told to try
+            # something else, so the next reply is the answer (tools_off); but an answer cannot make
+            # a change, so while one is due the repeated tool only rests for a reply, once.
+            more = _more_on_repeat(tool, request, self._earlier_results[key])
+            if self._change_due and tool.name not in self._rested:
+                content = f"{prompts.repeated_call_resting(tool.name)}{more}"
+                return _Outcome(content, False, repeated=True, rests=True)
+            return _Outcome(f"{prompts.REPEATED_CALL}{more}", False, repeated=True)
         return None
 
     @property
     def _change_due(self) -> bool:
-        """The run can change files and has not: a task given such tools asks for a change."""
-        return not self._change_settled and any(tool.changes_files for tool in self.tools.values())
+        """The run can change files and has not yet: a task given such tools asks for a change."""
+        return not self._changed and any(tool.changes_files for tool in self.tools.values())
 
     @property
     def tools_off(self) -> bool:
-        """Whether the model must answer now: its last step only repeated earlier calls, and no
-        change is due that resting those tools would leave room for."""
+        """Whether the model must answer now: its last step only repeated earlier calls."""
         return self.only_repeated and not self.resting
 
     def _call_changing(self, tool: Tool, request: ToolRequest, cancel: CancelToken) -> _Outcome:
@@ -191,12 +182,11 @@ class ToolExecutor:
             return _Outcome(prompts.tool_error(str(error)), True, counts_as_failure=True, announced=True)
         if key in self._declined or not self.approve(tool, request):
             self._declined.add(key)
-            self._change_settled = True
             return _Outcome(prompts.not_approved(tool.name), True, announced=True)
         outcome = self._call(request, cancel, announced=True)
         # A change can make any earlier read stale.
         self._earlier_results.clear()
-        self._change_settled = self._change_settled or not outcome.is_error
+        self._changed = self._changed or not outcome.is_error
         return outcome
 
     def _announce(self, request: ToolRequest) -> None:
@@ -260,7 +250,6 @@ def _finished(request: ToolRequest, outcome: _Outcome, seconds: float) -> ToolFi
 
 
 def _more_on_repeat(tool: Tool, request: ToolRequest, earlier: str) -> str:
-    """What the tool shows again on a repeat, on a line of its own; "" for nothing."""
     if tool.on_repeat is None:
         return ""
     try:
@@ -274,7 +263,7 @@ def _repeat_of(first: _Outcome | None) -> _Outcome:
     assert first is not None
     if first.is_error:
         return _Outcome(prompts.REPEATED_FAILED_CALL, True)
-    return _Outcome("", False, repeated=True)
+    return _Outcome(prompts.REPEATED_CALL, False, repeated=True)
 
 
 def _call_key(request: ToolRequest) -> tuple[str, str]:

@@ -43,14 +43,12 @@ class Tool:
     def name(self) -> str:
         return self.spec.name
 
-    def turn_spec(self, resting: bool = False) -> ToolSpec:
-        """The spec for the next turn: with the narrower grammar schema when there is one, and left
-        out of the grammar while it rests."""
+    def turn_spec(self) -> ToolSpec:
+        """The spec for the next turn, with the narrower grammar schema when there is one."""
         narrowed = self.narrow() if self.narrow is not None else None
-        update: dict[str, Any] = {"grammar_parameters": narrowed} if narrowed is not None else {}
-        if resting:
-            update["resting"] = True
-        return self.spec.model_copy(update=update) if update else self.spec
+        return (
+            self.spec if narrowed is None else self.spec.model_copy(update={"grammar_parameters": narrowed})
+        )
 
     def run(self, arguments: dict[str, Any], cancel: CancelToken) -> str:
         """Validate and run; raises InvalidArguments, ToolError or whatever the function raises."""

@@ -26,9 +26,6 @@ class ToolSpec(BaseModel):
     # A narrower schema for the grammar only (paths that exist, say); the model is shown, and the
     # arguments are validated against, `parameters`.
     grammar_parameters: dict[str, Any] | None = None
-    # Shown to the model but left out of this reply's grammar, so the prompt (and the KV cache that
-    # holds it) stays the same: a tool resting after a repeated call.
-    resting: bool = False
     _dialect: tuple[str, ...] = PrivateAttr(default=())
 
     @property
