@@ -19,17 +19,15 @@ from localagent.core.messages import (
     Message,
     SystemMessage,
     ToolMessage,
-    ToolRequest,
     Usage,
     UserMessage,
 )
 from localagent.errors import BackendError, RecoverableTurnError
 from localagent.loop.runner import Runner, RunnerSettings
-from localagent.loop.tool_execution import ToolExecutor
 from localagent.loop.transcript import Transcript, read_messages
 from localagent.tools.base import Tool, ToolError
 from localagent.turn.prompts import REPEATED_CALL as REPEAT_NOTE
-from localagent.turn.prompts import answer_now, first_task, repeated_call_resting, tool_resting
+from localagent.turn.prompts import answer_now, first_task
 
 
 def add(a: int, b: int) -> str:
@@ -160,72 +158,6 @@ def test_a_step_of_only_repeated_calls_turns_tools_off_for_the_next_reply() -> N
     assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "none"]
     assert tool_messages(result.messages)[1].content == f"{REPEAT_NOTE}\n{answer_now('task')}"
     assert result.status == "final"
-
-
-def look_and_change(seen: list[str]) -> list[Tool]:
-    def look(path: str) -> str:
-        """Read."""
-        seen.append(path)
-        return f"seen {path}"
-
-    def change(path: str) -> str:
-        """Change."""
-        if path == "missing":
-            raise ToolError("no such file")
-        return "changed"
-
-    return [Tool.from_function(look), Tool.from_function(change, changes_files=True)]
-
-
-def run_approved(items: list, tools: list[Tool]) -> tuple:
-    turn = ScriptedTurn(items)
-    return Runner(turn, tools, approve=lambda tool, request: True).run(history()), turn
-
-
-def test_while_a_change_is_due_a_repeated_tool_rests_for_one_reply_and_the_change_can_be_made() -> None:
-    seen: list[str] = []
-    look = action("look", '{"path": "a"}')
-    result, turn = run_approved(
-        [look, look, action("change", '{"path": "a"}'), answer("done")], look_and_change(seen)
-    )
-    assert seen == ["a"]
-    assert [call.tool_names for call in turn.calls] == [
-        ["look", "change"],
-        ["look", "change"],
-        ["change"],
-        ["look", "change"],
-    ]
-    assert [call.tool_choice for call in turn.calls] == ["auto"] * 4
-    assert tool_messages(result.messages)[1].content == repeated_call_resting("look")
-    assert result.status == "final" and result.answer == "done"
-
-
-def test_a_tool_rests_once_a_run_and_its_next_repeat_turns_tools_off() -> None:
-    look = action("look", '{"path": "a"}')
-    failed_change = action("change", '{"path": "missing"}')  # no change made, so one is still due
-    items = [look, look, failed_change, look, look, answer("no change")]
-    result, turn = run_approved(items, look_and_change([]))
-    assert [call.tool_choice for call in turn.calls] == ["auto"] * 5 + ["none"]
-    assert tool_messages(result.messages)[4].content == f"{REPEAT_NOTE}\n{answer_now('task')}"
-
-
-def test_once_a_change_is_made_a_repeat_turns_tools_off() -> None:
-    look = action("look", '{"path": "a"}')
-    items = [action("change", '{"path": "a"}'), look, look, answer("done")]
-    result, turn = run_approved(items, look_and_change([]))
-    assert [call.tool_choice for call in turn.calls] == ["auto", "auto", "auto", "none"]
-    assert tool_messages(result.messages)[2].content == f"{REPEAT_NOTE}\n{answer_now('task')}"
-
-
-def test_a_resting_tool_called_anyway_is_refused_without_running() -> None:
-    seen: list[str] = []
-    executor = ToolExecutor({t.name: t for t in look_and_change(seen)}, on_event=lambda event: None)
-    executor.resting = frozenset({"look"})
-    (message,) = executor.run_step(
-        [ToolRequest(id="c1", name="look", arguments={"path": "b"})], CancelToken()
-    )
-    assert message.is_error and message.content == tool_resting("look")
-    assert seen == []
 
 
 def test_a_step_with_a_new_call_beside_a_repeat_keeps_tools_on() -> None:

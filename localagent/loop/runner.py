@@ -146,8 +146,7 @@ class Runner:
             state.steps += 1
             last = state.steps >= max_steps
             choice: ToolChoice = "none" if last or executor.tools_off else "auto"
-            offered = [tool for name, tool in self.tools.items() if name not in executor.resting]
-            result = self._take_turn(state, choice, offered, cancel)
+            result = self._take_turn(state, choice, cancel)
             if result is None:  # a malformed reply, already answered with feedback
                 if last:
                     self._use_wrap_up_retry(state)
@@ -186,7 +185,7 @@ class Runner:
             raise state.stop("tool_failures", f"{broken} failed {limit} times in a row")
 
     def _take_turn(
-        self, state: _RunState, choice: ToolChoice, offered: list[Tool], cancel: CancelToken
+        self, state: _RunState, choice: ToolChoice, cancel: CancelToken
     ) -> Final | ToolRequests | None:
         """The model's reply, already in the history; None when it was malformed and got feedback."""
         steps_left = self.settings.max_steps - state.steps
@@ -196,7 +195,7 @@ class Runner:
         started = time.monotonic()
         try:
             result = self.turn(
-                state.messages, [tool.turn_spec() for tool in offered], choice, cancel, self._emit
+                state.messages, [tool.turn_spec() for tool in self.tools.values()], choice, cancel, self._emit
             )
         except RecoverableTurnError as error:
             state.format_errors += 1

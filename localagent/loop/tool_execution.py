@@ -68,7 +68,6 @@ class _Outcome:
     is_error: bool
     counts_as_failure: bool = False
     repeated: bool = False
-    rests: bool = False  # its tool is off for the next reply
     ran: bool = False
     announced: bool = False  # its call was shown (ToolStarted) before the outcome was known
 
@@ -85,10 +84,6 @@ class ToolExecutor:
     failure_streaks: dict[str, int] = field(default_factory=dict)
     # Whether the last step's every call repeated an earlier one: the model had nothing new to try.
     only_repeated: bool = False
-    # Tools off for the next reply only: repeated while a change the task asks for is not made yet.
-    resting: frozenset[str] = frozenset()
-    _rested: set[str] = field(default_factory=set)  # each tool rests once a run, then tools go off
-    _changed: bool = False  # a change to a file was made
     _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
     _declined: set[tuple[str, str]] = field(default_factory=set)  # changes the user said no to
 
@@ -130,8 +125,6 @@ class ToolExecutor:
         for index, first in repeats:
             outcomes[index] = _repeat_of(outcomes[first])
         self.only_repeated = bool(outcomes) and all(outcome and outcome.repeated for outcome in outcomes)
-        self.resting = frozenset(r.name for r, o in zip(requests, outcomes, strict=True) if o and o.rests)
-        self._rested |= self.resting
         return [self._finish(request, outcome) for request, outcome in zip(requests, outcomes, strict=True)]
 
     def tool_with_failure_streak(self, limit: int) -> str | None:
@@ -146,30 +139,19 @@ class ToolExecutor:
         if problem is not None:
             return _Outcome(problem, True, counts_as_failure=True)
         tool = self.tools[request.name]
-        if tool.name in self.resting:
-            return _Outcome(prompts.tool_resting(tool.name), True)
         key = _call_key(request)
         if key in self._earlier_results and not tool.changes_files:
             # Its result is already above, so it is not shown again: only what the tool adds on a
             # repeat. Nearly every small model that repeats a call repeats it again when told to try
-            # something else, so the next reply is the answer (tools_off); but an answer cannot make
-            # a change, so while one is due the repeated tool only rests for a reply, once.
+            # something else, so the next reply is the answer (tools_off).
             more = _more_on_repeat(tool, request, self._earlier_results[key])
-            if self._change_due and tool.name not in self._rested:
-                content = f"{prompts.repeated_call_resting(tool.name)}{more}"
-                return _Outcome(content, False, repeated=True, rests=True)
             return _Outcome(f"{prompts.REPEATED_CALL}{more}", False, repeated=True)
         return None
 
     @property
-    def _change_due(self) -> bool:
-        """The run can change files and has not yet: a task given such tools asks for a change."""
-        return not self._changed and any(tool.changes_files for tool in self.tools.values())
-
-    @property
     def tools_off(self) -> bool:
         """Whether the model must answer now: its last step only repeated earlier calls."""
-        return self.only_repeated and not self.resting
+        return self.only_repeated
 
     def _call_changing(self, tool: Tool, request: ToolRequest, cancel: CancelToken) -> _Outcome:
         """Shown first; refused without asking when it cannot apply or was declined; then asked."""
@@ -186,7 +168,6 @@ class ToolExecutor:
         outcome = self._call(request, cancel, announced=True)
         # A change can make any earlier read stale.
         self._earlier_results.clear()
-        self._changed = self._changed or not outcome.is_error
         return outcome
 
     def _announce(self, request: ToolRequest) -> None:

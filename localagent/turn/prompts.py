@@ -325,20 +325,6 @@ REPEATED_CALL = (
     "(You already made this exact call; its result is above. Tools are off for your next reply: "
     "answer from what you have found.)"
 )
-
-
-def repeated_call_resting(tool_name: str) -> str:
-    return (
-        f"(You already made this exact call; its result is above. {tool_name} is off for your next "
-        "reply. If the task asks for a change to a file, make it now with what you have found; "
-        "otherwise answer.)"
-    )
-
-
-def tool_resting(tool_name: str) -> str:
-    return f"Tool error: not run: {tool_name} is off for this reply; call another tool or answer."
-
-
 REPEATED_FAILED_CALL = "Tool error: not run: the same call earlier in this step failed."
 MISSING_RESULT = "Tool error: no result: the call was not run."
 CANCELLED_BEFORE = "Tool error: cancelled before it ran."
