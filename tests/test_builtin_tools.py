@@ -538,42 +538,6 @@ def test_replace_all_replaces_every_place_and_says_on_which_lines(tools: FileToo
     )
 
 
-def crew_folder(ws: Path) -> None:
-    (ws / "crew.md").write_text("# Crew\nSkipper: Maud Keller\nCook: Piet\n\nOn watch: Maud Keller\n")
-    (ws / "docs" / "rota.txt").write_text("Monday: Maud Keller\n")
-    (ws / ".git").mkdir()
-    (ws / ".git" / "config").write_text("user = Maud Keller\n")
-    (ws / "docs" / "photo.bin").write_bytes(b"\0Maud Keller")
-
-
-def test_a_directory_path_renames_in_every_text_file_below_it_without_a_read(
-    tools: FileTools, ws: Path
-) -> None:
-    crew_folder(ws)
-    assert tools.replace_in_file(".", "Maud Keller", "Maud Brink") == (
-        "Replaced the text in 3 places in 2 files: crew.md (lines 2, 5); docs/rota.txt (line 1)."
-    )
-    assert (ws / "crew.md").read_text() == "# Crew\nSkipper: Maud Brink\nCook: Piet\n\nOn watch: Maud Brink\n"
-    assert (ws / "docs" / "rota.txt").read_text() == "Monday: Maud Brink\n"
-    assert (ws / ".git" / "config").read_text() == "user = Maud Keller\n"
-    assert (ws / "docs" / "photo.bin").read_bytes() == b"\0Maud Keller"
-    assert tools.replace_in_file("docs", "Monday", "Tuesday") == (
-        "Replaced the text in 1 place in 1 file: docs/rota.txt (line 1)."
-    )
-
-
-def test_a_rename_that_finds_nothing_or_would_append_changes_nothing(tools: FileTools, ws: Path) -> None:
-    crew_folder(ws)
-    before = {path: path.read_bytes() for path in ws.rglob("*") if path.is_file()}
-    with pytest.raises(ToolError, match=r"^old was not found in any file in docs\. Nothing was changed\.$"):
-        tools.replace_in_file("docs", "Piet", "Pieter")
-    with pytest.raises(ToolError, match=r"^\. is a directory: give the path of the file to add to\.$"):
-        tools.replace_in_file(".", "", "Deckhand: Ola\n")
-    with pytest.raises(ToolError, match=r"outside the workspace"):
-        tools.replace_in_file("..", "Maud", "Ola")
-    assert before == {path: path.read_bytes() for path in ws.rglob("*") if path.is_file()}
-
-
 def test_replace_all_refuses_a_text_that_overlaps_itself(tools: FileTools, ws: Path) -> None:
     (ws / "f.txt").write_text("aaa\n")
     tools.read_file("f.txt")

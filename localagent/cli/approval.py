@@ -59,24 +59,8 @@ class TerminalApprover:
             return self._diff(path, None, str(arguments.get("content", "")))
         if request.name == "replace_in_file":
             old, new = str(arguments.get("old", "")), str(arguments.get("new", ""))
-            if self._is_directory(path):
-                return self._rename_diffs(path, old, new)
             return self._diff(path, (old, new, arguments.get("replace_all") is True), None)
         return f"{request.name} {arguments}"
-
-    def _is_directory(self, path: str) -> bool:
-        try:
-            return self.workspace.resolve(path).is_dir()
-        except ToolError:
-            return False
-
-    def _rename_diffs(self, path: str, old: str, new: str) -> str:
-        """A rename in every file below a directory: one diff per file it changes."""
-        try:
-            changes = files.FileTools(self.workspace).planned_changes(path, old, new, replace_all=True)
-        except ToolError as refused:
-            return f"{path}: {refused}"
-        return "\n".join(self._diff(shown, None, after) for shown, after in changes)
 
     def _diff(self, path: str, replacement: tuple[str, str, bool] | None, content: str | None) -> str:
         try:

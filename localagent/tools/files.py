@@ -72,13 +72,6 @@ OldText = Annotated[
     Field(description="The exact text to replace, copied from the file without line numbers; '' to append"),
 ]
 NewText = Annotated[str, Field(description="The text to put in its place")]
-EditPath = Annotated[
-    str,
-    Field(
-        description="File path relative to the workspace root; a directory ('.' is everything) "
-        "replaces every place old appears in every file below it"
-    ),
-]
 ReplaceAll = Annotated[
     bool, Field(description="true: replace every place old appears; false: old must appear once")
 ]
@@ -413,7 +406,7 @@ class FileTools:
 
     def _check_replacement(self, arguments: dict[str, Any]) -> None:
         path, old, new = (str(arguments.get(key, "")) for key in ("path", "old", "new"))
-        self.planned_changes(path, old, new, arguments.get("replace_all") is True)
+        self._planned_replacement(path, old, new, arguments.get("replace_all") is True)
 
     def _planned_write(self, path: str) -> tuple[Path, str]:
         """Where write_file would write; ToolError when it may not."""
@@ -436,65 +429,14 @@ class FileTools:
         return real, shown
 
     def replace_in_file(
-        self, path: EditPath, old: OldText, new: NewText, replace_all: ReplaceAll = False
+        self, path: FilePath, old: OldText, new: NewText, replace_all: ReplaceAll = False
     ) -> str:
         """Replace an exact piece of text in a file. old must appear exactly once in the file, unless
-        replace_all is true; an empty old adds new at the end of the file. Given a directory, it
-        replaces old everywhere in the files below it (a rename)."""
-        if self._is_directory(path):
-            renamed = self._planned_rename(path, old, new)
-            for real, shown, text in renamed.files:
-                _write_atomically(real, text.encode("utf-8"), shown)
-                self._saw(shown)
-            return renamed.report
+        replace_all is true; an empty old adds new at the end of the file."""
         real, shown, edit = self._planned_replacement(path, old, new, replace_all)
         _write_atomically(real, edit.text.encode("utf-8"), shown)
         self._saw(shown)
         return edit.report
-
-    def planned_changes(self, path: str, old: str, new: str, replace_all: bool) -> list[tuple[str, str]]:
-        """Each file replace_in_file would change, with its text after; ToolError when it cannot."""
-        if self._is_directory(path):
-            return [(shown, text) for _, shown, text in self._planned_rename(path, old, new).files]
-        _, shown, edit = self._planned_replacement(path, old, new, replace_all)
-        return [(shown, edit.text)]
-
-    def _is_directory(self, path: str) -> bool:
-        real = self.workspace.resolve(path)
-        return real.is_dir() and not real.is_symlink()
-
-    def _planned_rename(self, path: str, old: str, new: str) -> Rename:
-        """Every place `old` appears in the text files below a directory, replaced by `new`. No read
-        is needed first: the search that finds the places shows them, and approval shows each diff."""
-        directory = self.workspace.resolve(path)
-        shown_directory = self.workspace.relative(directory)
-        if old == "":
-            raise ToolError(f"{shown_directory} is a directory: give the path of the file to add to.")
-        files: list[tuple[Path, str, str]] = []
-        places: list[str] = []
-        count = 0
-        for real in self._text_file_candidates(directory):
-            shown = self.workspace.relative(real)
-            try:
-                self._refuse_vcs(real)
-                text = _read_utf8(real, shown)
-            except ToolError:
-                continue
-            if old not in text:
-                continue
-            if _occurrences(text, old, stop_at=len(text) + 1) != text.count(old):
-                raise ToolError(
-                    f"old overlaps itself in {shown}, so replacing every place is not one clear change. "
-                    "Nothing was changed."
-                )
-            lines = sorted({text.count("\n", 0, at) + 1 for at in _starts(text, old)})
-            count += text.count(old)
-            files.append((real, shown, text.replace(old, new)))
-            places.append(f"{shown} (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})")
-        if not files:
-            raise ToolError(f"old was not found in any file in {shown_directory}. Nothing was changed.")
-        report = f"Replaced the text in {count} place{'s' if count > 1 else ''} in {len(files)} "
-        return Rename(files, report + f"file{'s' if len(files) > 1 else ''}: {'; '.join(places)}.")
 
     def _planned_replacement(
         self, path: str, old: str, new: str, replace_all: bool = False
@@ -786,12 +728,6 @@ def _read_utf8(real: Path, shown: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not UTF-8 text, so it cannot be edited safely.") from None
-
-
-@dataclass(frozen=True)
-class Rename:
-    files: list[tuple[Path, str, str]]  # each file's path, its path as shown, and its new text
-    report: str  # what the model is told
 
 
 @dataclass(frozen=True)
