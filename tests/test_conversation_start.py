@@ -73,14 +73,16 @@ def test_a_conversation_after_others_replies_as_one_on_a_fresh_model(
     assert after_others.first_reply(QUESTION) == alone
 
 
-def test_a_snapshot_saved_after_another_conversation_holds_what_a_fresh_model_computes(
-    embedded_model: ResolvedModel,
-    default_tools: list[Tool],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path))
-    snapshots = tmp_path / "prompt-cache"
+    return tmp_path
+
+
+def test_a_snapshot_saved_after_another_conversation_holds_what_a_fresh_model_computes(
+    embedded_model: ResolvedModel, default_tools: list[Tool], private_home: Path
+) -> None:
+    snapshots = private_home / "prompt-cache"
     alone = Replies(embedded_model, default_tools, disk_cache=False).first_reply(QUESTION)
 
     saving = Replies(embedded_model, default_tools, disk_cache=True)
@@ -95,13 +97,10 @@ def test_a_snapshot_saved_after_another_conversation_holds_what_a_fresh_model_co
     assert step.evaluated_prompt_tokens < step.prompt_tokens / 2  # the instructions came from disk
 
 
+@pytest.mark.usefixtures("private_home")
 def test_a_task_in_a_folder_replies_the_same_whether_its_listing_was_evaluated_kept_or_loaded(
-    embedded_model: ResolvedModel,
-    default_tools: list[Tool],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    embedded_model: ResolvedModel, default_tools: list[Tool]
 ) -> None:
-    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path))
     listing = "sowing.md: # When to sow\nnotes.txt: Plant the tulips in October"
     in_folder = first_task(QUESTION, listing)
     alone = Replies(embedded_model, default_tools, disk_cache=False).first_reply(in_folder)

@@ -39,7 +39,7 @@ SMOLLM = ChatTemplate(SMOLLM_TEMPLATE, "<|im_start|>", "<|im_end|>")
 TOOLS = [CALCULATOR, SEARCH, CLOCK]
 SYSTEM = "You are a careful assistant."
 TASK = "What is 2 + 3, and what do my notes say about milk?"
-LISTING = "notes.md: # Shopping\nrecipes/soup.md: # Leek soup"
+LISTING = "errands.md: # Errands\nrecipes/soup.md: # Leek soup"
 
 
 def start(task: str = TASK, system: str | None = SYSTEM) -> list[Message]:
