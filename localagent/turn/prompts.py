@@ -46,9 +46,7 @@ def listing_block(user_message: str) -> str:
 
 def question_of(message: str) -> str:
     """The task in a user message, without the view of the workspace `first_task` put before it."""
-    if message.startswith(_LISTING_HEADING) and "\n\n" in message:
-        return message.split("\n\n", 1)[1]
-    return message
+    return message[len(listing_block(message)) :]
 
 
 # --- the text-tag (ReAct) format ---
