@@ -188,19 +188,19 @@ class LocalGenerator:
         session, cache = self.session, self.prompt_cache
         kept = {snapshot.tokens: snapshot for snapshot in session.start_snapshots}
         loaded: KvSnapshot | None = None
-        while starts and loaded is None:
-            start = starts[-1]
+        held = len(starts)  # the starts up to the longest one with a snapshot that loads
+        while held and loaded is None:
+            start = starts[held - 1]
             snapshot = kept.get(start)
             if cache is not None:
                 snapshot = cache.mark_used(session, snapshot) if snapshot else cache.read(session, start)
             if snapshot is not None and session.load(snapshot):
                 loaded = snapshot
             else:
-                starts.pop()
-        chain = [kept[start] for start in starts[:-1] if start in kept] + ([loaded] if loaded else [])
+                held -= 1
+        chain = [*(kept[start] for start in starts[: held - 1] if start in kept), loaded] if loaded else []
         evaluated = 0
-        for end in ends[len(starts) :]:
-            start = tuple(tokens[:end])
+        for start in starts[held:]:
             evaluate = session.evaluate_on_held if loaded else session.evaluate_alone
             snapshot = evaluate(start, cancel)
             evaluated += len(start) - (len(loaded.tokens) if loaded else 0)
