@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from localagent.core.cancel import CancelToken
 from localagent.tools.base import ToolError
 from localagent.tools.calculator import MAX_EXPRESSION_CHARS, calculator, calculator_tool
+from localagent.tools.loading import select_tools
+from localagent.tools.workspace import Workspace
 
 
 @pytest.mark.parametrize(
@@ -127,3 +130,26 @@ def test_calculator_tool_schema_and_run() -> None:
     assert not tool.changes_files
     assert tool.spec.parameters["required"] == ["expression"]
     assert tool.run({"expression": "6 * 7"}, CancelToken()) == "42"
+
+
+def test_with_run_python_offered_code_in_the_calculator_gets_one_line_naming_it(tmp_path: Path) -> None:
+    tools = {tool.name: tool for tool in select_tools("default,run_python", Workspace(tmp_path))}
+    calculator_offered = tools["calculator"]
+    for code in ("sum(data/2025-01.csv['amount'])", "sum(rows['amount'])", "total", "len('abc')"):
+        with pytest.raises(ToolError) as refused:
+            calculator_offered.run({"expression": code}, CancelToken())
+        assert str(refused.value) == (
+            "The calculator takes arithmetic on numbers only, like '(2 + 3) * 4'. "
+            "To compute over the values in a file, write Python for run_python."
+        )
+    with pytest.raises(ToolError, match=r"^Division by zero\.$"):
+        calculator_offered.run({"expression": "1 / 0"}, CancelToken())
+    assert calculator_offered.run({"expression": "6 * 7"}, CancelToken()) == "42"
+    assert calculator_offered.spec == calculator_tool().spec
+
+
+def test_without_run_python_the_calculator_names_no_other_tool(tmp_path: Path) -> None:
+    (alone,) = select_tools("calculator", Workspace(tmp_path))
+    with pytest.raises(ToolError, match="Unknown name 'total'") as refused:
+        alone.run({"expression": "total"}, CancelToken())
+    assert "run_python" not in str(refused.value)

@@ -128,10 +128,12 @@ def test_each_worked_example_calls_a_real_tool_with_valid_arguments(tmp_path: Pa
         "read_file",
         "calculator",
         "query_tables",
+        "run_python",
         "replace_in_file",
     }
     for name, arguments, _ in calls:
         tools[name].validate(json.loads(arguments))
     # The query's example result is what the tool gives on a file like the example's.
-    (query,) = [(arguments, observation) for name, arguments, observation in calls if name == "query_tables"]
-    assert tools["query_tables"].run(json.loads(query[0]), CancelToken()) == query[1]
+    for computing in ("query_tables", "run_python"):
+        (call,) = [(arguments, observation) for name, arguments, observation in calls if name == computing]
+        assert tools[computing].run(json.loads(call[0]), CancelToken()) == call[1]

@@ -52,8 +52,30 @@ def test_errors_in_the_snippet_are_one_line_with_its_line_number(workspace: Path
         run(workspace, "total = 3\ntotal / 0")
     with pytest.raises(ToolError, match=r"^the code failed: SyntaxError: .*\(line 1\)\.$"):
         run(workspace, "def (")
-    with pytest.raises(ToolError, match="FileNotFoundError"):
+
+
+def test_a_file_it_cannot_find_gets_the_workspace_files_of_its_kind(workspace: Path) -> None:
+    with pytest.raises(ToolError) as missing:
         run(workspace, "open('rides/july.csv')")
+    assert str(missing.value) == (
+        "the code failed: FileNotFoundError: [Errno 2] No such file or directory: 'rides/july.csv' "
+        "(line 1). The workspace's .csv files: rides/june.csv."
+    )
+    with pytest.raises(ToolError, match=r"The workspace's files: kit\.json, rides/june\.csv\.$"):
+        run(workspace, "open('notes.txt')")
+
+
+def test_a_block_after_a_semicolon_gets_a_line_saying_how_to_write_it(workspace: Path) -> None:
+    one_line = "import csv; total = 0; for r in csv.DictReader(open('rides/june.csv')): total += 1"
+    with pytest.raises(ToolError) as refused:
+        run(workspace, one_line)
+    assert str(refused.value) == (
+        "the code failed: SyntaxError: invalid syntax (line 1). A for, with or if block cannot follow "
+        "';' on the same line: start it on a new line (\\n in the code) and indent its body."
+    )
+    unclosed = r"^the code failed: SyntaxError: '\(' was never closed \(line 1\)\.$"
+    with pytest.raises(ToolError, match=unclosed):
+        run(workspace, "print(1 +")
 
 
 ESCAPES = {

@@ -73,15 +73,33 @@ SUPPORTED = (
 )
 
 
-def calculator(
-    expression: Annotated[str, Field(description="Arithmetic on numbers, written as in Python")],
-) -> str:
+Expression = Annotated[str, Field(description="Arithmetic on numbers, written as in Python")]
+
+
+class NotArithmetic(ToolError):
+    """The expression is code, names or text rather than arithmetic on numbers."""
+
+
+def calculator(expression: Expression) -> str:
     """Calculate an arithmetic expression on numbers and return the result. Use ** for powers."""
     return format_number(evaluate(expression))
 
 
-def calculator_tool() -> Tool:
-    return Tool.from_function(calculator)
+def calculator_tool(code_tool: str | None = None) -> Tool:
+    """The calculator; given `code_tool`, code written into it gets one line naming that tool instead."""
+    if code_tool is None:
+        return Tool.from_function(calculator)
+
+    def arithmetic_only(expression: Expression) -> str:
+        try:
+            return calculator(expression)
+        except NotArithmetic:
+            raise ToolError(
+                "The calculator takes arithmetic on numbers only, like '(2 + 3) * 4'. "
+                f"To compute over the values in a file, write Python for {code_tool}."
+            ) from None
+
+    return Tool.from_function(arithmetic_only, name="calculator", description=calculator.__doc__)
 
 
 def evaluate(expression: str) -> Number:
@@ -95,7 +113,7 @@ def evaluate(expression: str) -> Number:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as error:
         shown = text if len(text) <= 60 else text[:57] + "..."
-        raise ToolError(
+        raise NotArithmetic(
             f"Cannot parse {shown!r}: {error.msg}. Write arithmetic like '(2 + 3) * 4'."
         ) from None
     except (RecursionError, MemoryError):
@@ -122,11 +140,11 @@ def _evaluate(node: ast.expr, depth: int) -> Number:
         raise ToolError(f"The expression is nested too deeply (the limit is {MAX_DEPTH} levels).")
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-            raise ToolError(f"{node.value!r} is not a number. {SUPPORTED}")
+            raise NotArithmetic(f"{node.value!r} is not a number. {SUPPORTED}")
         return _checked(node.value)
     if isinstance(node, ast.Name):
         if node.id not in CONSTANTS:
-            raise ToolError(
+            raise NotArithmetic(
                 f"Unknown name {node.id!r}: the calculator only knows numbers. Read the numbers first "
                 "(from a file, say), then write them into the expression."
             )
@@ -142,16 +160,17 @@ def _evaluate(node: ast.expr, depth: int) -> Number:
         raise ToolError("'^' is not supported. Use ** for powers, like 2 ** 10.")
     if isinstance(node, ast.Call):
         return _call(node, depth)
-    raise ToolError(f"{_describe(node)} {SUPPORTED}")
+    problem = ToolError if isinstance(node, ast.Tuple | ast.List) else NotArithmetic
+    raise problem(f"{_describe(node)} {SUPPORTED}")
 
 
 def _call(node: ast.Call, depth: int) -> Number:
     if not isinstance(node.func, ast.Name):
-        raise ToolError(f"Only functions called by a plain name can be used, like sqrt(2). {SUPPORTED}")
+        raise NotArithmetic(f"Only functions called by a plain name can be used, like sqrt(2). {SUPPORTED}")
     name = node.func.id
     known = dict.fromkeys([*FUNCTIONS, *LIST_FUNCTIONS])
     if name not in known:
-        raise ToolError(f"Unknown function {name!r}. The functions are: {', '.join(known)}.")
+        raise NotArithmetic(f"Unknown function {name!r}. The functions are: {', '.join(known)}.")
     if node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
         raise ToolError(f"{name}() takes plain numbers only, like {name}(2.5).")
     if name in LIST_FUNCTIONS:

@@ -73,7 +73,7 @@ def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
     default set."""
     builtins = builtin_tools(workspace)
     if spec is None:
-        return [builtins[name] for name in DEFAULT_TOOLS]
+        return _calculator_naming_code([builtins[name] for name in DEFAULT_TOOLS], builtins)
     # Empty items are ignored, so "a,,b" and a trailing comma work.
     if not isinstance(spec, str) and len(spec) == 0:
         return []
@@ -94,7 +94,15 @@ def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
             if tool.name in selected and selected[tool.name] is not tool:
                 raise ToolLoadError(f"two tools are named {tool.name!r}; tool names must be unique")
             selected[tool.name] = tool
-    return list(selected.values())
+    return _calculator_naming_code(list(selected.values()), builtins)
+
+
+def _calculator_naming_code(tools: list[Tool], builtins: dict[str, Tool]) -> list[Tool]:
+    """With run_python offered too, code written into the built-in calculator gets a line naming it."""
+    if not any(tool is builtins["run_python"] for tool in tools):
+        return tools
+    calculator = calculator_tool(code_tool="run_python")
+    return [calculator if tool is builtins["calculator"] else tool for tool in tools]
 
 
 def _tools_for(item: ToolItem, builtins: dict[str, Tool]) -> list[Tool]:

@@ -13,6 +13,8 @@ of model-written code. This file must stay self-contained: it runs without site-
 
 import ast
 import os
+import pathlib
+import re
 import sys
 
 REFUSED_EXIT = 3
@@ -40,6 +42,7 @@ _PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.kill", "os.killpg", "signal.pthr
 _NATIVE = ("ctypes.", "cffi.")
 _NATIVE_MODULES = {"ctypes", "_ctypes", "cffi", "_cffi_backend", "mmap"}
 _READ_EVENTS = {"os.listdir", "os.scandir", "glob.glob", "os.chdir"}
+_BLOCK_AFTER_SEMICOLON = re.compile(r";\s*(?:for|while|with|if|def|class|try)\b")
 
 
 class Refused(Exception):
@@ -54,7 +57,8 @@ def main() -> None:
     try:
         program = _compiled(code)
     except SyntaxError as error:
-        print(f"SyntaxError: {error.msg} (line {error.lineno})", file=sys.stderr)
+        hint = _block_hint(code, error.lineno)
+        print(f"SyntaxError: {error.msg} (line {error.lineno}){hint}", file=sys.stderr)
         sys.exit(1)
     sys.addaudithook(_hook(root, readable))
     namespace = {"__name__": "__main__"}
@@ -71,7 +75,8 @@ def main() -> None:
         sys.exit(REFUSED_EXIT)
     except Exception as error:  # noqa: BLE001 - any error of the snippet is its output
         line = _snippet_line(error)
-        print(f"{type(error).__name__}: {error}{line}", file=sys.stderr)
+        files = _files_like(root, error.filename) if isinstance(error, FileNotFoundError) else ""
+        print(f"{type(error).__name__}: {error}{line}{files}", file=sys.stderr)
         sys.exit(1)
 
 
@@ -87,6 +92,34 @@ def _compiled(code: str) -> list:
     else:
         parts.append((compile(tree, "<snippet>", "exec"), False))
     return parts
+
+
+def _block_hint(code: str, number: int | None) -> str:
+    """A model writing all of its code on one line puts a for or with block after a ';'."""
+    lines = code.splitlines()
+    if number is None or not 0 < number <= len(lines) or not _BLOCK_AFTER_SEMICOLON.search(lines[number - 1]):
+        return ""
+    return (
+        ". A for, with or if block cannot follow ';' on the same line: start it on a new line "
+        "(\\n in the code) and indent its body"
+    )
+
+
+def _files_like(root: str, missing: object, shown: int = 12) -> str:
+    """The workspace's files of the missing one's kind, so a wrong or made-up name gets the real ones."""
+    suffix = pathlib.PurePath(os.fsdecode(missing)).suffix.lower() if isinstance(missing, str | bytes) else ""
+    top = pathlib.Path(root)
+    found = []
+    for folder, folders, names in os.walk(root):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        here = pathlib.Path(folder).relative_to(top)
+        found += [str(here / name) for name in sorted(names) if not name.startswith(".")]
+    alike = [path for path in found if suffix and path.lower().endswith(suffix)]
+    listed, kind = (alike, f"{suffix} files") if alike else (found, "files")
+    if not listed:
+        return ""
+    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
+    return f". The workspace's {kind}: {', '.join(listed[:shown])}{more}"
 
 
 def _snippet_line(error: BaseException) -> str:

@@ -120,6 +120,19 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
             "Thought: I know the answer now.\n"
             "Final Answer: 14 birds: 3 herons and 11 coots."
         )
+    if "run_python" in names:
+        examples.append(
+            "Question: How many coots have I counted in all?\n"
+            "Thought: The counts are rows of sightings.csv (date,species,count); "
+            "Python adds up the coot rows.\n"
+            "Action: run_python\n"
+            'Action Input: {"code": "import csv\\ntotal = 0\\n'
+            "for row in csv.DictReader(open('sightings.csv')):\\n    if row['species'] == 'coot':\\n"
+            "        total += int(row['count'])\\nprint(total)\"}\n"
+            "Observation: 27\n"
+            "Thought: I know the answer now.\n"
+            "Final Answer: 27 coots."
+        )
     if {"read_file", "replace_in_file"} <= names:
         examples.append(
             "Question: I saw 5 herons, not 3. Fix it in my pond notes.\n"
