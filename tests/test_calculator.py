@@ -135,7 +135,7 @@ def test_calculator_tool_schema_and_run() -> None:
 def test_with_run_python_offered_code_in_the_calculator_gets_one_line_naming_it(tmp_path: Path) -> None:
     tools = {tool.name: tool for tool in select_tools("default,run_python", Workspace(tmp_path))}
     calculator_offered = tools["calculator"]
-    for code in ("sum(data/2025-01.csv['amount'])", "sum(rows['amount'])", "total", "len('abc')"):
+    for code in ("sum(rides/june.csv['km'])", "sum(rows['km'])", "total", "len('abc')"):
         with pytest.raises(ToolError) as refused:
             calculator_offered.run({"expression": code}, CancelToken())
         assert str(refused.value) == (
