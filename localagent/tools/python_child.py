@@ -42,6 +42,7 @@ _PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.kill", "os.killpg", "signal.pthr
 _NATIVE = ("ctypes.", "cffi.")
 _NATIVE_MODULES = {"ctypes", "_ctypes", "cffi", "_cffi_backend", "mmap"}
 _READ_EVENTS = {"os.listdir", "os.scandir", "glob.glob", "os.chdir"}
+_FILES_WALKED = 5000  # files looked at for the hint under a FileNotFoundError
 _BLOCK_AFTER_SEMICOLON = re.compile(r";\s*(?:for|while|with|if|def|class|try)\b")
 
 
@@ -114,6 +115,8 @@ def _files_like(root: str, missing: object, shown: int = 12) -> str:
         folders[:] = sorted(name for name in folders if not name.startswith("."))
         here = pathlib.Path(folder).relative_to(top)
         found += [str(here / name) for name in sorted(names) if not name.startswith(".")]
+        if len(found) >= _FILES_WALKED:
+            break  # a huge tree would spend the snippet's time limit on a hint
     alike = [path for path in found if suffix and path.lower().endswith(suffix)]
     listed, kind = (alike, f"{suffix} files") if alike else (found, "files")
     if not listed:
