@@ -683,8 +683,9 @@ def test_replace_in_file_refuses_binary_and_non_utf8_files(tools: FileTools, ws:
 
 def test_tools_have_small_schemas_and_the_right_flags(tools: FileTools) -> None:
     by_name = {tool.name: tool for tool in tools.tools()}
-    assert list(by_name) == ["list_dir", "read_file", "search_text", "write_file", "replace_in_file"]
-    assert {name for name, tool in by_name.items() if tool.changes_files} == {"write_file", "replace_in_file"}
+    changing = ["write_file", "replace_in_file", "tick_box", "add_item"]
+    assert list(by_name) == ["list_dir", "read_file", "search_text", *changing]
+    assert [name for name, tool in by_name.items() if tool.changes_files] == changing
     read = by_name["read_file"].spec.parameters
     assert read["required"] == ["path"]
     assert set(read["properties"]) == {"path", "start_line"}

@@ -97,6 +97,7 @@ def names(tools: list) -> list[str]:
 def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
     tools = builtin_tools(workspace)
     assert sorted(tools) == [
+        "add_item",
         "calculator",
         "list_dir",
         "query_tables",
@@ -104,6 +105,7 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
         "replace_in_file",
         "run_python",
         "search_text",
+        "tick_box",
         "write_file",
     ]
     assert DEFAULT_TOOLS == ("list_dir", "read_file", "search_text", "calculator")
@@ -128,6 +130,8 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
                 "search_text",
                 "write_file",
                 "replace_in_file",
+                "tick_box",
+                "add_item",
                 "calculator",
                 "query_tables",
                 "run_python",
@@ -146,8 +150,9 @@ def test_unknown_tool_names_list_the_valid_ones(workspace: Workspace) -> None:
     with pytest.raises(ToolLoadError) as error:
         select_tools("default,read_files", workspace)
     assert str(error.value) == (
-        "unknown tool 'read_files'. Built-in tools: calculator, list_dir, query_tables, read_file, "
-        "replace_in_file, run_python, search_text, write_file; or default, edit, all, none; "
+        "unknown tool 'read_files'. Built-in tools: add_item, calculator, list_dir, query_tables, "
+        "read_file, replace_in_file, run_python, search_text, tick_box, write_file; "
+        "or default, edit, all, none; "
         "or a tool of your own as module:function or path/to/file.py:function"
     )
     assert isinstance(error.value, LocalagentError)

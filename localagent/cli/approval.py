@@ -10,13 +10,14 @@ import difflib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
 from localagent.core.cancel import Cancelled
 from localagent.core.messages import ToolRequest
-from localagent.tools import files
+from localagent.tools import files, list_items
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.workspace import Workspace
 
@@ -55,14 +56,10 @@ class TerminalApprover:
     def describe(self, request: ToolRequest) -> str:
         arguments = request.arguments or {}
         path = str(arguments.get("path", ""))
-        if request.name == "write_file":
-            return self._diff(path, None, str(arguments.get("content", "")))
-        if request.name == "replace_in_file":
-            old, new = str(arguments.get("old", "")), str(arguments.get("new", ""))
-            return self._diff(path, (old, new, arguments.get("replace_all") is True), None)
-        return f"{request.name} {arguments}"
+        change = _planned_change(request.name, arguments, path)
+        return f"{request.name} {arguments}" if change is None else self._diff(path, change)
 
-    def _diff(self, path: str, replacement: tuple[str, str, bool] | None, content: str | None) -> str:
+    def _diff(self, path: str, change: Callable[[str], str]) -> str:
         try:
             target = self.workspace.resolve(path)
             before = target.read_text(encoding="utf-8") if target.is_file() else ""
@@ -70,13 +67,10 @@ class TerminalApprover:
             return f"{path}: {refused}"
         except (OSError, UnicodeDecodeError):
             before = ""
-        after = content or ""
-        if replacement:
-            try:
-                old, new, replace_all = replacement
-                after = files.replacement(before, old, new, path, replace_all).text
-            except ToolError as refused:
-                return f"{path}: {refused}"
+        try:
+            after = change(before)
+        except ToolError as refused:
+            return f"{path}: {refused}"
         lines = difflib.unified_diff(
             before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
         )
@@ -89,6 +83,21 @@ class TerminalApprover:
                 color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
                 colored.append(click.style(text, fg=color))
         return "\n".join(colored) or f"(no change to {path})"
+
+
+def _planned_change(name: str, arguments: dict[str, Any], path: str) -> Callable[[str], str] | None:
+    """The file's text after the change, from its text before; None for a tool with no diff to show."""
+    text = {key: str(arguments.get(key, "")) for key in ("content", "old", "new", "item", "section")}
+    if name == "write_file":
+        return lambda before: text["content"]
+    if name == "replace_in_file":
+        replace_all = arguments.get("replace_all") is True
+        return lambda before: files.replacement(before, text["old"], text["new"], path, replace_all).text
+    if name == "tick_box":
+        return lambda before: list_items.ticked(before, text["item"], path).text
+    if name == "add_item":
+        return lambda before: list_items.with_item_added(before, text["item"], text["section"], path).text
+    return None
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ import regex
 from pydantic import Field
 
 from localagent.core.cancel import CancelToken
+from localagent.tools import list_items
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.found_lines import (
     SEARCH_FILE_BYTES_LIMIT,
@@ -72,6 +73,11 @@ OldText = Annotated[
     Field(description="The exact text to replace, copied from the file without line numbers; '' to append"),
 ]
 NewText = Annotated[str, Field(description="The text to put in its place")]
+ItemWords = Annotated[str, Field(description="Words of the item to tick, as the list has them")]
+NewItem = Annotated[str, Field(description="The item's text, on one line, without its marker")]
+Section = Annotated[
+    str, Field(description="Words of the heading the list is under; '' for the file's last list")
+]
 ReplaceAll = Annotated[
     bool, Field(description="true: replace every place old appears; false: old must appear once")
 ]
@@ -102,6 +108,8 @@ class FileTools:
                 Tool.from_function(self.replace_in_file, changes_files=True, check=_check_edit),
                 dry_run=self._check_replacement,
             ),
+            replace(Tool.from_function(self.tick_box, changes_files=True), dry_run=self._check_tick),
+            replace(Tool.from_function(self.add_item, changes_files=True), dry_run=self._check_addition),
         ]
         if not self.narrow_paths:
             return tools
@@ -438,6 +446,45 @@ class FileTools:
         self._saw(shown)
         return edit.report
 
+    def tick_box(self, path: FilePath, item: ItemWords) -> str:
+        """Tick a box in a Markdown list: the one line '- [ ] ...' that holds item becomes '- [x] ...'."""
+        real, shown, text = self._list_file(path)
+        edit = list_items.ticked(text, item, shown)
+        _write_atomically(real, edit.text.encode("utf-8"), shown)
+        self._saw(shown)
+        return edit.report
+
+    def add_item(self, path: FilePath, item: NewItem, section: Section = "") -> str:
+        """Add one item at the end of a list in a Markdown file: the list under the heading named by
+        section, or else the file's last list of open items. It gets the list's own marker ('- [ ] ')."""
+        real, shown, text = self._list_file(path)
+        edit = list_items.with_item_added(text, item, section, shown)
+        _write_atomically(real, edit.text.encode("utf-8"), shown)
+        self._saw(shown)
+        return edit.report
+
+    def _check_tick(self, arguments: dict[str, Any]) -> None:
+        _, shown, text = self._list_file(str(arguments.get("path", "")))
+        list_items.ticked(text, str(arguments.get("item", "")), shown)
+
+    def _check_addition(self, arguments: dict[str, Any]) -> None:
+        _, shown, text = self._list_file(str(arguments.get("path", "")))
+        list_items.with_item_added(
+            text, str(arguments.get("item", "")), str(arguments.get("section", "")), shown
+        )
+
+    def _list_file(self, path: str) -> tuple[Path, str, str]:
+        """The file a list edit would change, and its text; no read first, as the edit finds its line."""
+        real = self.workspace.resolve(path)
+        if not real.exists():
+            named = self._files_named(real.name)
+            if named:
+                shown = self.workspace.relative(real)
+                raise ToolError(f"No such file: {shown}. Files of that name: {', '.join(named)}.")
+        real, shown = self._existing_file(path)
+        self._refuse_vcs(real)
+        return real, shown, _read_utf8(real, shown)
+
     def _planned_replacement(
         self, path: str, old: str, new: str, replace_all: bool = False
     ) -> tuple[Path, str, Replacement]:
@@ -478,6 +525,12 @@ class FileTools:
                 f"{shown} is not a regular file (it may be a device or a pipe); it cannot be used."
             )
         return real, shown
+
+    def _files_named(self, name: str) -> list[str]:
+        """Up to a few files of the workspace with this name, in any folder."""
+        files = itertools.islice(self._text_file_candidates(self.workspace.root), _FILES_WALKED)
+        named = (self.workspace.relative(file) for file in files if file.name.casefold() == name.casefold())
+        return list(itertools.islice(named, _NAMED_FILES_SHOWN))
 
     def _entry_name(self, entry: os.DirEntry[str]) -> str:
         if entry.is_symlink() and not self.workspace.contains(os.path.realpath(entry.path)):
@@ -632,6 +685,7 @@ def _display_line(raw: bytes) -> str:
 
 
 _NAMED_FILES_SHOWN = 10
+_FILES_WALKED = 5000  # a name looked for in a huge workspace stops here
 # A line with two letters or digits in a row; "{" or "---" alone says nothing about a file.
 _SAYS_SOMETHING = re.compile(r"[^\W_]{2}")
 NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to hold it."

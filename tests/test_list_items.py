@@ -1,0 +1,189 @@
+"""tick_box and add_item: Markdown list edits that find their line by the item's words, and refuse
+with one line, leaving the file as it was, whatever they cannot do exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from localagent.tools.base import ToolError
+from localagent.tools.files import FileTools
+from localagent.tools.list_items import ticked, with_item_added
+from localagent.tools.workspace import Workspace
+
+GARDEN = """# Garden jobs
+
+Things to do before the frost.
+
+## This week
+
+- [x] Cut back the lavender
+- [ ] Plant the tulip bulbs
+- [ ] Net the brassicas
+  (the old net has a hole)
+
+## Someday
+
+- [ ] Build a cold frame
+- [ ] Plant a second tulip bed
+"""
+
+
+@pytest.fixture
+def garden(tmp_path: Path) -> tuple[FileTools, Path]:
+    (tmp_path / "garden.md").write_text(GARDEN)
+    return FileTools(Workspace(tmp_path)), tmp_path / "garden.md"
+
+
+def test_a_box_found_by_its_words_is_ticked_and_nothing_else_changes(garden: tuple[FileTools, Path]) -> None:
+    tools, path = garden
+    assert (
+        tools.tick_box("garden.md", "net the BRASSICAS")
+        == "Ticked line 9 of garden.md: - [x] Net the brassicas"
+    )
+    assert path.read_text() == GARDEN.replace("- [ ] Net the", "- [x] Net the")
+
+
+def test_the_item_may_come_with_its_marker_and_box(garden: tuple[FileTools, Path]) -> None:
+    tools, path = garden
+    tools.tick_box("garden.md", "- [ ] Build a cold frame")
+    assert "- [x] Build a cold frame" in path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("item", "why"),
+    [
+        ("tulip", "2 open boxes of garden.md hold 'tulip' (lines 8, 15). Nothing was changed. Give more of"),
+        ("lavender", "The box of 'lavender' at line 7 of garden.md is ticked already. Nothing was changed."),
+        (
+            "mow the lawn",
+            "No open box of garden.md holds 'mow the lawn'. Nothing was changed. Its open boxes: "
+            "line 8: Plant the tulip bulbs; line 9: Net the brassicas;",
+        ),
+        ("  ", "item is empty."),
+    ],
+)
+def test_a_tick_it_cannot_make_exactly_is_refused_in_one_line(
+    garden: tuple[FileTools, Path], item: str, why: str
+) -> None:
+    tools, path = garden
+    with pytest.raises(ToolError) as refused:
+        tools.tick_box("garden.md", item)
+    assert str(refused.value).startswith(why)
+    assert "\n" not in str(refused.value)
+    assert path.read_text() == GARDEN
+
+
+def test_an_item_goes_at_the_end_of_the_named_sections_list_with_its_marker(
+    garden: tuple[FileTools, Path],
+) -> None:
+    tools, path = garden
+    assert tools.add_item("garden.md", "Order seed potatoes", section="this week") == (
+        "Added line 11 of garden.md: - [ ] Order seed potatoes"
+    )
+    expected = GARDEN.replace(
+        "(the old net has a hole)\n", "(the old net has a hole)\n- [ ] Order seed potatoes\n"
+    )
+    assert path.read_text() == expected
+
+
+def test_without_a_section_an_item_joins_the_last_list_that_has_open_items(tmp_path: Path) -> None:
+    (tmp_path / "reading.md").write_text("# To read\n\n- [ ] Dune\n\n# Read\n\n- [x] Emma\n")
+    FileTools(Workspace(tmp_path)).add_item("reading.md", "- [ ] Middlemarch")
+    after = (tmp_path / "reading.md").read_text()
+    assert after == "# To read\n\n- [ ] Dune\n- [ ] Middlemarch\n\n# Read\n\n- [x] Emma\n"
+
+
+def test_a_numbered_list_gets_the_next_number_and_a_file_without_a_final_newline_keeps_none(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "steps.md").write_text("1. Boil water\n2. Add pasta")
+    FileTools(Workspace(tmp_path)).add_item("steps.md", "Drain")
+    assert (tmp_path / "steps.md").read_text() == "1. Boil water\n2. Add pasta\n3. Drain"
+
+
+@pytest.mark.parametrize(
+    ("item", "section", "why"),
+    [
+        ("Build a cold frame", "", "The list already has 'Build a cold frame', at line 14 of garden.md."),
+        (
+            "Net the brassicas",
+            "this week",
+            "The list under 'This week' already has 'Net the brassicas', at line 9",
+        ),
+        (
+            "Prune the apple",
+            "orchard",
+            "No heading of garden.md holds 'orchard'. Nothing was changed. Its headings: "
+            "line 1: Garden jobs; line 5: This week; line 12: Someday.",
+        ),
+        ("Line one\nline two", "", "item holds a line break."),
+        ("", "", "item is empty."),
+    ],
+)
+def test_an_addition_it_cannot_make_exactly_is_refused_in_one_line(
+    garden: tuple[FileTools, Path], item: str, section: str, why: str
+) -> None:
+    tools, path = garden
+    with pytest.raises(ToolError) as refused:
+        tools.add_item("garden.md", item, section=section)
+    assert str(refused.value).startswith(why)
+    assert "\n" not in str(refused.value)
+    assert path.read_text() == GARDEN
+
+
+def test_a_file_without_a_list_is_refused_with_the_way_to_append(tmp_path: Path) -> None:
+    (tmp_path / "letter.md").write_text("Dear Ana,\n\nThanks for the seeds.\n")
+    with pytest.raises(
+        ToolError, match=r"letter.md has no list. Nothing was changed. .* replace_in_file with old ''"
+    ):
+        FileTools(Workspace(tmp_path)).add_item("letter.md", "P.S.")
+
+
+def test_the_check_before_approval_refuses_what_the_edit_would(garden: tuple[FileTools, Path]) -> None:
+    tools, path = garden
+    by_name = {tool.name: tool for tool in tools.tools()}
+    assert by_name["tick_box"].changes_files and by_name["add_item"].changes_files
+    with pytest.raises(ToolError, match="ticked already"):
+        by_name["tick_box"].dry_run({"path": "garden.md", "item": "lavender"})
+    with pytest.raises(ToolError, match="No such file"):
+        by_name["add_item"].dry_run({"path": "nowhere.md", "item": "x"})
+    by_name["add_item"].dry_run({"path": "garden.md", "item": "Sow the broad beans"})
+    assert path.read_text() == GARDEN
+
+
+def test_a_path_outside_the_workspace_or_in_git_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "ws" / ".git").mkdir(parents=True)
+    (tmp_path / "ws" / ".git" / "notes.md").write_text("- [ ] x\n")
+    (tmp_path / "outside.md").write_text("- [ ] y\n")
+    tools = FileTools(Workspace(tmp_path / "ws"))
+    with pytest.raises(ToolError, match=r"inside \.git"):
+        tools.tick_box(".git/notes.md", "x")
+    with pytest.raises(ToolError):
+        tools.add_item("../outside.md", "z")
+    assert (tmp_path / "outside.md").read_text() == "- [ ] y\n"
+
+
+def test_the_pure_functions_give_the_approvals_diff_the_same_text() -> None:
+    assert ticked("- [ ] a\n", "a", "x.md").text == "- [x] a\n"
+    assert with_item_added("* one\n", "two", "", "x.md").text == "* one\n* two\n"
+
+
+def test_an_item_copied_from_a_search_result_is_found(garden: tuple[FileTools, Path]) -> None:
+    tools, path = garden
+    assert "- [ ] Net the brassicas" in path.read_text()
+    copied = "garden.md:9: - [ ] Net the brassicas  (under '## This week')"
+    assert tools.tick_box("garden.md", copied) == "Ticked line 9 of garden.md: - [x] Net the brassicas"
+
+
+def test_a_file_named_without_its_folder_gets_the_files_of_that_name(tmp_path: Path) -> None:
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "garden.md").write_text(GARDEN)
+    tools = FileTools(Workspace(tmp_path))
+    with pytest.raises(ToolError) as refused:
+        tools.tick_box("garden.md", "brassicas")
+    assert str(refused.value) == "No such file: garden.md. Files of that name: plans/garden.md."
+    with pytest.raises(ToolError, match=r"No such file: cellar\.md\. Use list_dir"):
+        tools.add_item("cellar.md", "Fix the door")
+    assert (tmp_path / "plans" / "garden.md").read_text() == GARDEN
