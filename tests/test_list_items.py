@@ -12,7 +12,7 @@ from localagent.tools.files import FileTools
 from localagent.tools.list_items import ticked, with_item_added
 from localagent.tools.workspace import Workspace
 
-GARDEN = """# Garden jobs
+ALLOTMENT = """# Allotment jobs
 
 Things to do before the frost.
 
@@ -31,58 +31,66 @@ Things to do before the frost.
 
 
 @pytest.fixture
-def garden(tmp_path: Path) -> tuple[FileTools, Path]:
-    (tmp_path / "garden.md").write_text(GARDEN)
-    return FileTools(Workspace(tmp_path)), tmp_path / "garden.md"
+def allotment(tmp_path: Path) -> tuple[FileTools, Path]:
+    (tmp_path / "allotment.md").write_text(ALLOTMENT)
+    return FileTools(Workspace(tmp_path)), tmp_path / "allotment.md"
 
 
-def test_a_box_found_by_its_words_is_ticked_and_nothing_else_changes(garden: tuple[FileTools, Path]) -> None:
-    tools, path = garden
+def test_a_box_found_by_its_words_is_ticked_and_nothing_else_changes(
+    allotment: tuple[FileTools, Path],
+) -> None:
+    tools, path = allotment
     assert (
-        tools.tick_box("garden.md", "net the BRASSICAS")
-        == "Ticked line 9 of garden.md: - [x] Net the brassicas"
+        tools.tick_box("allotment.md", "net the BRASSICAS")
+        == "Ticked line 9 of allotment.md: - [x] Net the brassicas"
     )
-    assert path.read_text() == GARDEN.replace("- [ ] Net the", "- [x] Net the")
+    assert path.read_text() == ALLOTMENT.replace("- [ ] Net the", "- [x] Net the")
 
 
-def test_the_item_may_come_with_its_marker_and_box(garden: tuple[FileTools, Path]) -> None:
-    tools, path = garden
-    tools.tick_box("garden.md", "- [ ] Build a cold frame")
+def test_the_item_may_come_with_its_marker_and_box(allotment: tuple[FileTools, Path]) -> None:
+    tools, path = allotment
+    tools.tick_box("allotment.md", "- [ ] Build a cold frame")
     assert "- [x] Build a cold frame" in path.read_text()
 
 
 @pytest.mark.parametrize(
     ("item", "why"),
     [
-        ("tulip", "2 open boxes of garden.md hold 'tulip' (lines 8, 15). Nothing was changed. Give more of"),
-        ("lavender", "The box of 'lavender' at line 7 of garden.md is ticked already. Nothing was changed."),
+        (
+            "tulip",
+            "2 open boxes of allotment.md hold 'tulip' (lines 8, 15). Nothing was changed. Give more of",
+        ),
+        (
+            "lavender",
+            "The box of 'lavender' at line 7 of allotment.md is ticked already. Nothing was changed.",
+        ),
         (
             "mow the lawn",
-            "No open box of garden.md holds 'mow the lawn'. Nothing was changed. Its open boxes: "
+            "No open box of allotment.md holds 'mow the lawn'. Nothing was changed. Its open boxes: "
             "line 8: Plant the tulip bulbs; line 9: Net the brassicas;",
         ),
         ("  ", "item is empty."),
     ],
 )
 def test_a_tick_it_cannot_make_exactly_is_refused_in_one_line(
-    garden: tuple[FileTools, Path], item: str, why: str
+    allotment: tuple[FileTools, Path], item: str, why: str
 ) -> None:
-    tools, path = garden
+    tools, path = allotment
     with pytest.raises(ToolError) as refused:
-        tools.tick_box("garden.md", item)
+        tools.tick_box("allotment.md", item)
     assert str(refused.value).startswith(why)
     assert "\n" not in str(refused.value)
-    assert path.read_text() == GARDEN
+    assert path.read_text() == ALLOTMENT
 
 
 def test_an_item_goes_at_the_end_of_the_named_sections_list_with_its_marker(
-    garden: tuple[FileTools, Path],
+    allotment: tuple[FileTools, Path],
 ) -> None:
-    tools, path = garden
-    assert tools.add_item("garden.md", "Order seed potatoes", section="this week") == (
-        "Added line 11 of garden.md: - [ ] Order seed potatoes"
+    tools, path = allotment
+    assert tools.add_item("allotment.md", "Order seed potatoes", section="this week") == (
+        "Added line 11 of allotment.md: - [ ] Order seed potatoes"
     )
-    expected = GARDEN.replace(
+    expected = ALLOTMENT.replace(
         "(the old net has a hole)\n", "(the old net has a hole)\n- [ ] Order seed potatoes\n"
     )
     assert path.read_text() == expected
@@ -106,7 +114,7 @@ def test_a_numbered_list_gets_the_next_number_and_a_file_without_a_final_newline
 @pytest.mark.parametrize(
     ("item", "section", "why"),
     [
-        ("Build a cold frame", "", "The list already has 'Build a cold frame', at line 14 of garden.md."),
+        ("Build a cold frame", "", "The list already has 'Build a cold frame', at line 14 of allotment.md."),
         (
             "Net the brassicas",
             "this week",
@@ -115,22 +123,22 @@ def test_a_numbered_list_gets_the_next_number_and_a_file_without_a_final_newline
         (
             "Prune the apple",
             "orchard",
-            "No heading of garden.md holds 'orchard'. Nothing was changed. Its headings: "
-            "line 1: Garden jobs; line 5: This week; line 12: Someday.",
+            "No heading of allotment.md holds 'orchard'. Nothing was changed. Its headings: "
+            "line 1: Allotment jobs; line 5: This week; line 12: Someday.",
         ),
         ("Line one\nline two", "", "item holds a line break."),
         ("", "", "item is empty."),
     ],
 )
 def test_an_addition_it_cannot_make_exactly_is_refused_in_one_line(
-    garden: tuple[FileTools, Path], item: str, section: str, why: str
+    allotment: tuple[FileTools, Path], item: str, section: str, why: str
 ) -> None:
-    tools, path = garden
+    tools, path = allotment
     with pytest.raises(ToolError) as refused:
-        tools.add_item("garden.md", item, section=section)
+        tools.add_item("allotment.md", item, section=section)
     assert str(refused.value).startswith(why)
     assert "\n" not in str(refused.value)
-    assert path.read_text() == GARDEN
+    assert path.read_text() == ALLOTMENT
 
 
 def test_a_file_without_a_list_is_refused_with_the_way_to_append(tmp_path: Path) -> None:
@@ -141,25 +149,25 @@ def test_a_file_without_a_list_is_refused_with_the_way_to_append(tmp_path: Path)
         FileTools(Workspace(tmp_path)).add_item("letter.md", "P.S.")
 
 
-def test_the_check_before_approval_refuses_what_the_edit_would(garden: tuple[FileTools, Path]) -> None:
-    tools, path = garden
+def test_the_check_before_approval_refuses_what_the_edit_would(allotment: tuple[FileTools, Path]) -> None:
+    tools, path = allotment
     by_name = {tool.name: tool for tool in tools.tools()}
     assert by_name["tick_box"].changes_files and by_name["add_item"].changes_files
     with pytest.raises(ToolError, match="ticked already"):
-        by_name["tick_box"].dry_run({"path": "garden.md", "item": "lavender"})
+        by_name["tick_box"].dry_run({"path": "allotment.md", "item": "lavender"})
     with pytest.raises(ToolError, match="No such file"):
         by_name["add_item"].dry_run({"path": "nowhere.md", "item": "x"})
-    by_name["add_item"].dry_run({"path": "garden.md", "item": "Sow the broad beans"})
-    assert path.read_text() == GARDEN
+    by_name["add_item"].dry_run({"path": "allotment.md", "item": "Sow the broad beans"})
+    assert path.read_text() == ALLOTMENT
 
 
 def test_a_path_outside_the_workspace_or_in_git_is_refused(tmp_path: Path) -> None:
     (tmp_path / "ws" / ".git").mkdir(parents=True)
-    (tmp_path / "ws" / ".git" / "notes.md").write_text("- [ ] x\n")
+    (tmp_path / "ws" / ".git" / "plans.md").write_text("- [ ] x\n")
     (tmp_path / "outside.md").write_text("- [ ] y\n")
     tools = FileTools(Workspace(tmp_path / "ws"))
     with pytest.raises(ToolError, match=r"inside \.git"):
-        tools.tick_box(".git/notes.md", "x")
+        tools.tick_box(".git/plans.md", "x")
     with pytest.raises(ToolError):
         tools.add_item("../outside.md", "z")
     assert (tmp_path / "outside.md").read_text() == "- [ ] y\n"
@@ -170,20 +178,20 @@ def test_the_pure_functions_give_the_approvals_diff_the_same_text() -> None:
     assert with_item_added("* one\n", "two", "", "x.md").text == "* one\n* two\n"
 
 
-def test_an_item_copied_from_a_search_result_is_found(garden: tuple[FileTools, Path]) -> None:
-    tools, path = garden
+def test_an_item_copied_from_a_search_result_is_found(allotment: tuple[FileTools, Path]) -> None:
+    tools, path = allotment
     assert "- [ ] Net the brassicas" in path.read_text()
-    copied = "garden.md:9: - [ ] Net the brassicas  (under '## This week')"
-    assert tools.tick_box("garden.md", copied) == "Ticked line 9 of garden.md: - [x] Net the brassicas"
+    copied = "allotment.md:9: - [ ] Net the brassicas  (under '## This week')"
+    assert tools.tick_box("allotment.md", copied) == "Ticked line 9 of allotment.md: - [x] Net the brassicas"
 
 
 def test_a_file_named_without_its_folder_gets_the_files_of_that_name(tmp_path: Path) -> None:
     (tmp_path / "plans").mkdir()
-    (tmp_path / "plans" / "garden.md").write_text(GARDEN)
+    (tmp_path / "plans" / "allotment.md").write_text(ALLOTMENT)
     tools = FileTools(Workspace(tmp_path))
     with pytest.raises(ToolError) as refused:
-        tools.tick_box("garden.md", "brassicas")
-    assert str(refused.value) == "No such file: garden.md. Files of that name: plans/garden.md."
+        tools.tick_box("allotment.md", "brassicas")
+    assert str(refused.value) == "No such file: allotment.md. Files of that name: plans/allotment.md."
     with pytest.raises(ToolError, match=r"No such file: cellar\.md\. Use list_dir"):
         tools.add_item("cellar.md", "Fix the door")
-    assert (tmp_path / "plans" / "garden.md").read_text() == GARDEN
+    assert (tmp_path / "plans" / "allotment.md").read_text() == ALLOTMENT

@@ -171,7 +171,7 @@ def _next_marker(marker: str) -> str:
 
 def _without_marker(item: str) -> str:
     """The item's words. A model often writes the marker and box too ("- [ ] Buy milk"), or copies
-    the line as search_text showed it, with its place and section ("todo.md:4: … (under '# To do')")."""
+    the line as search_text showed it, with its place and section ("chores.md:3: … (under '## Weekend')")."""
     copied = _SEARCH_PLACE.sub("", _SEARCH_SECTION.sub("", item.strip()))
     match = _ITEM.match(copied)
     return match["text"] if match else copied
