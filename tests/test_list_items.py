@@ -195,3 +195,11 @@ def test_a_file_named_without_its_folder_gets_the_files_of_that_name(tmp_path: P
     with pytest.raises(ToolError, match=r"No such file: cellar\.md\. Use list_dir"):
         tools.add_item("cellar.md", "Fix the door")
     assert (tmp_path / "plans" / "allotment.md").read_text() == ALLOTMENT
+
+
+def test_a_file_named_in_another_case_is_the_file_not_a_missing_one(
+    allotment: tuple[FileTools, Path],
+) -> None:
+    tools, path = allotment
+    assert tools.tick_box("ALLOTMENT.md", "brassicas").startswith("Ticked line 9 of allotment.md")
+    assert "- [x] Net the brassicas" in path.read_text()

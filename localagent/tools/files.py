@@ -476,7 +476,7 @@ class FileTools:
     def _list_file(self, path: str) -> tuple[Path, str, str]:
         """The file a list edit would change, and its text; no read first, as the edit finds its line."""
         real = self.workspace.resolve(path)
-        if not real.exists():
+        if not real.exists() and self.workspace.case_insensitive_match(real) is None:
             named = self._files_named(real.name)
             if named:
                 shown = self.workspace.relative(real)
