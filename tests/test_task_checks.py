@@ -115,6 +115,8 @@ def test_a_tolerance_takes_any_number_within_it() -> None:
         "There's no redis service.",
         "The file is missing.",
         "I can't find a kettle in the catalogue.",
+        "No member with id M-0311 found.",
+        "No invoice for that month was found.",
     ],
 )
 def test_saying_that_something_is_not_there(answer: str) -> None:
@@ -123,7 +125,15 @@ def test_saying_that_something_is_not_there(answer: str) -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["DEBUG is False.", "brede@example.org", "23 units.", "Redis uses port 6379.", "Two days a week."],
+    [
+        "DEBUG is False.",
+        "brede@example.org",
+        "23 units.",
+        "Redis uses port 6379.",
+        "Two days a week.",
+        "No problem: the key was found in kiln.toml, cone = 6.",
+        "No, it was found in the shed.",
+    ],
 )
 def test_an_invented_value_does_not_say_not_found(answer: str) -> None:
     assert not says_not_found(answer)
