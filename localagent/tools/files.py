@@ -475,13 +475,7 @@ class FileTools:
 
     def _list_file(self, path: str) -> tuple[Path, str, str]:
         """The file a list edit would change, and its text; no read first, as the edit finds its line."""
-        real = self.workspace.resolve(path)
-        if not real.exists() and self.workspace.case_insensitive_match(real) is None:
-            named = self._files_named(real.name)
-            if named:
-                shown = self.workspace.relative(real)
-                raise ToolError(f"No such file: {shown}. Files of that name: {', '.join(named)}.")
-        real, shown = self._existing_file(path)
+        real, shown = self._existing_file(path, name_others=True)
         self._refuse_vcs(real)
         return real, shown, _read_utf8(real, shown)
 
@@ -510,12 +504,17 @@ class FileTools:
         if self._seen[shown] != _version(self.workspace.resolve(shown)):
             raise ToolError(f"{shown} has changed since you read it. Read it again with read_file {then}")
 
-    def _existing_file(self, path: str) -> tuple[Path, str]:
+    def _existing_file(self, path: str, name_others: bool = False) -> tuple[Path, str]:
+        """The file at `path`, or the one that differs from it only in letter case. With
+        `name_others`, a missing file's error names the workspace's files of that name."""
         real = self.workspace.resolve(path)
         if not real.exists():
             real = self.workspace.case_insensitive_match(real) or real
         shown = self.workspace.relative(real)
         status = _status(real, shown)
+        named = self._files_named(real.name) if status is None and name_others else []
+        if named:
+            raise ToolError(f"No such file: {shown}. Files of that name: {', '.join(named)}.")
         if status is None:
             raise ToolError(f"No such file: {shown}. Use list_dir to see which files exist.")
         if stat.S_ISDIR(status.st_mode):
