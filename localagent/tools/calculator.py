@@ -11,6 +11,8 @@ from typing import Annotated
 from pydantic import Field
 
 from localagent.tools.base import Tool, ToolError
+from localagent.tools.table_columns import with_column_values
+from localagent.tools.workspace import Workspace
 
 Number = int | float
 
@@ -85,14 +87,27 @@ def calculator(expression: Expression) -> str:
     return format_number(evaluate(expression))
 
 
-def calculator_tool(code_tool: str | None = None) -> Tool:
-    """The calculator; given `code_tool`, code written into it gets one line naming that tool instead."""
-    if code_tool is None:
+def calculator_tool(code_tool: str | None = None, workspace: Workspace | None = None) -> Tool:
+    """The calculator; given `code_tool`, code written into it gets one line naming that tool instead.
+    Given `workspace`, a table file's column named in an expression (`sum(gauges/may.csv['mm'])`)
+    stands for that column's numbers."""
+    if code_tool is None and workspace is None:
         return Tool.from_function(calculator)
+
+    def calculate(expression: Expression) -> str:
+        if workspace is None:
+            return calculator(expression)
+        _check_length(expression)
+        arithmetic, columns = with_column_values(expression, workspace)
+        value = format_number(evaluate(arithmetic, max_chars=None))
+        return f"{value} (from the {' and the '.join(columns)})" if columns else value
+
+    if code_tool is None:
+        return Tool.from_function(calculate, name="calculator", description=calculator.__doc__)
 
     def arithmetic_only(expression: Expression) -> str:
         try:
-            return calculator(expression)
+            return calculate(expression)
         except NotArithmetic:
             raise ToolError(
                 "The calculator takes arithmetic on numbers only, like '(2 + 3) * 4'. "
@@ -102,13 +117,19 @@ def calculator_tool(code_tool: str | None = None) -> Tool:
     return Tool.from_function(arithmetic_only, name="calculator", description=calculator.__doc__)
 
 
-def evaluate(expression: str) -> Number:
-    """The value of `expression`; raises ToolError with a message for the model on any problem."""
+def _check_length(text: str) -> None:
+    if len(text.strip()) > MAX_EXPRESSION_CHARS:
+        raise ToolError(f"The expression is longer than {MAX_EXPRESSION_CHARS} characters. Split it up.")
+
+
+def evaluate(expression: str, max_chars: int | None = MAX_EXPRESSION_CHARS) -> Number:
+    """The value of `expression`; raises ToolError with a message for the model on any problem.
+    `max_chars` None is for an expression whose table columns were put in by code, not written."""
     text = expression.strip().replace("×", "*").replace("÷", "/")
     if not text:
         raise ToolError("The expression is empty. Write one, like '2 + 2'.")
-    if len(text) > MAX_EXPRESSION_CHARS:
-        raise ToolError(f"The expression is longer than {MAX_EXPRESSION_CHARS} characters. Split it up.")
+    if max_chars is not None:
+        _check_length(text)
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as error:

@@ -60,7 +60,7 @@ class ToolLoadError(LocalagentError):
 def builtin_tools(workspace: Workspace) -> dict[str, Tool]:
     tools = [
         *FileTools(workspace).tools(),
-        calculator_tool(),
+        calculator_tool(workspace=workspace),
         TableQuery(workspace).tool(),
         PythonRunner(workspace).tool(),
     ]
@@ -76,7 +76,7 @@ def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
     default set."""
     builtins = builtin_tools(workspace)
     if spec is None:
-        return _calculator_naming_code([builtins[name] for name in DEFAULT_TOOLS], builtins)
+        return _calculator_naming_code([builtins[name] for name in DEFAULT_TOOLS], builtins, workspace)
     # Empty items are ignored, so "a,,b" and a trailing comma work.
     if not isinstance(spec, str) and len(spec) == 0:
         return []
@@ -97,14 +97,14 @@ def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
             if tool.name in selected and selected[tool.name] is not tool:
                 raise ToolLoadError(f"two tools are named {tool.name!r}; tool names must be unique")
             selected[tool.name] = tool
-    return _calculator_naming_code(list(selected.values()), builtins)
+    return _calculator_naming_code(list(selected.values()), builtins, workspace)
 
 
-def _calculator_naming_code(tools: list[Tool], builtins: dict[str, Tool]) -> list[Tool]:
+def _calculator_naming_code(tools: list[Tool], builtins: dict[str, Tool], workspace: Workspace) -> list[Tool]:
     """With run_python offered too, code written into the built-in calculator gets a line naming it."""
     if not any(tool is builtins["run_python"] for tool in tools):
         return tools
-    calculator = calculator_tool(code_tool="run_python")
+    calculator = calculator_tool(code_tool="run_python", workspace=workspace)
     return [calculator if tool is builtins["calculator"] else tool for tool in tools]
 
 
