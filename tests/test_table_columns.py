@@ -130,3 +130,9 @@ def test_a_link_that_leads_out_of_the_workspace_is_not_followed(tmp_path: Path) 
     with pytest.raises(ToolError) as plain_error:
         calculate(calculator_tool(), "sum(link.csv['pin'])")
     assert str(error.value) == str(plain_error.value)
+
+
+def test_an_error_after_a_column_is_read_quotes_what_was_written_not_the_numbers(calculator: Tool) -> None:
+    with pytest.raises(ToolError) as error:
+        calculate(calculator, "sum(gauges/may.csv['mm'] if wet)")
+    assert str(error.value).startswith("Cannot parse \"sum(gauges/may.csv['mm'] if wet)\"")

@@ -99,7 +99,7 @@ def calculator_tool(code_tool: str | None = None, workspace: Workspace | None = 
             return calculator(expression)
         _check_length(expression)
         arithmetic, columns = with_column_values(expression, workspace)
-        value = format_number(evaluate(arithmetic, max_chars=None))
+        value = format_number(evaluate(arithmetic, max_chars=None, written=expression))
         return f"{value} (from the {' and the '.join(columns)})" if columns else value
 
     if code_tool is None:
@@ -122,9 +122,12 @@ def _check_length(text: str) -> None:
         raise ToolError(f"The expression is longer than {MAX_EXPRESSION_CHARS} characters. Split it up.")
 
 
-def evaluate(expression: str, max_chars: int | None = MAX_EXPRESSION_CHARS) -> Number:
+def evaluate(
+    expression: str, max_chars: int | None = MAX_EXPRESSION_CHARS, written: str | None = None
+) -> Number:
     """The value of `expression`; raises ToolError with a message for the model on any problem.
-    `max_chars` None is for an expression whose table columns were put in by code, not written."""
+    `max_chars` None and `written` are for an expression whose table columns were put in by code:
+    an error quotes what the model wrote, not the numbers."""
     text = expression.strip().replace("×", "*").replace("÷", "/")
     if not text:
         raise ToolError("The expression is empty. Write one, like '2 + 2'.")
@@ -133,7 +136,8 @@ def evaluate(expression: str, max_chars: int | None = MAX_EXPRESSION_CHARS) -> N
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as error:
-        shown = text if len(text) <= 60 else text[:57] + "..."
+        quoted = text if written is None else written.strip()
+        shown = quoted if len(quoted) <= 60 else quoted[:57] + "..."
         raise NotArithmetic(
             f"Cannot parse {shown!r}: {error.msg}. Write arithmetic like '(2 + 3) * 4'."
         ) from None
