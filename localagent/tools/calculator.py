@@ -99,7 +99,7 @@ def calculator_tool(code_tool: str | None = None, workspace: Workspace | None = 
             return calculator(expression)
         _check_length(expression)
         arithmetic, columns = with_column_values(expression, workspace)
-        value = format_number(evaluate(arithmetic, max_chars=None, written=expression))
+        value = format_number(evaluate(arithmetic, written=expression))
         return f"{value} (from the {' and the '.join(columns)})" if columns else value
 
     if code_tool is None:
@@ -122,17 +122,14 @@ def _check_length(text: str) -> None:
         raise ToolError(f"The expression is longer than {MAX_EXPRESSION_CHARS} characters. Split it up.")
 
 
-def evaluate(
-    expression: str, max_chars: int | None = MAX_EXPRESSION_CHARS, written: str | None = None
-) -> Number:
+def evaluate(expression: str, written: str | None = None) -> Number:
     """The value of `expression`; raises ToolError with a message for the model on any problem.
-    `max_chars` None and `written` are for an expression whose table columns were put in by code:
-    an error quotes what the model wrote, not the numbers."""
+    `written` is what the model wrote, when code put a table's numbers in its place: its length is
+    what counts, and an error quotes it rather than the numbers."""
     text = expression.strip().replace("×", "*").replace("÷", "/")
     if not text:
         raise ToolError("The expression is empty. Write one, like '2 + 2'.")
-    if max_chars is not None:
-        _check_length(text)
+    _check_length(text if written is None else written)
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as error:
