@@ -8,14 +8,12 @@ read from the file by code, so the calculator's `sum`, `mean`, `len`, `min` and 
 
 from __future__ import annotations
 
-import csv
 import re
-from pathlib import Path
 
 from localagent.tools.base import ToolError
+from localagent.tools.data_records import read_records
 from localagent.tools.workspace import Workspace
 
-DELIMITERS = {".csv": ",", ".tsv": "\t"}
 # gauges/may.csv['mm'], or gauges/may.csv, 'mm' as a function's two arguments; quoted or not
 _REFERENCE = re.compile(
     r"""(?P<quote>['"]?)(?P<path>[\w./-]+\.(?:csv|tsv))(?P=quote)\s*"""
@@ -41,38 +39,29 @@ def with_column_values(expression: str, workspace: Workspace) -> tuple[str, list
         if not real.is_file():
             return match[0]  # left as written, to fail as code does in the calculator
         column = (match["column"] or match["argument"]).strip()
-        numbers = column_numbers(real, path, column)
+        numbers = column_numbers(workspace, path, column)
         notes.append(f"{len(numbers)} values of {column} in {path}")
         return "[" + ", ".join(numbers) + "]"
 
     return _REFERENCE.sub(values, expression), notes
 
 
-def column_numbers(real: Path, path: str, column: str) -> list[str]:
+def column_numbers(workspace: Workspace, path: str, column: str) -> list[str]:
     """The numbers of one column of a table file, as written there; a ToolError names what is wrong."""
-    try:
-        with real.open(encoding="utf-8", errors="replace", newline="") as file:
-            rows = [
-                [field.strip() for field in row]
-                for row in csv.reader(file, delimiter=DELIMITERS[real.suffix.lower()])
-            ]
-    except OSError:
-        raise ToolError(f"Cannot read {path}.") from None
-    rows = [row for row in rows if any(row)]
-    if not rows:
-        raise ToolError(f"{path} is empty.")
-    header = [name.lower() for name in rows[0]]
-    if column.lower() not in header:
-        raise ToolError(f"{path} has no column {column!r}; its columns are {', '.join(rows[0])}.")
-    if len(rows) - 1 > MAX_VALUES:
+    header, rows = read_records(workspace, path)
+    names = [name.lower() for name in header]
+    if column.lower() not in names:
+        raise ToolError(f"{path} has no column {column!r}; its columns are {', '.join(header)}.")
+    if len(rows) > MAX_VALUES:
         raise ToolError(
-            f"{path} has {len(rows) - 1} rows; the calculator reads a column of at most {MAX_VALUES}."
+            f"{path} has {len(rows)} rows; the calculator reads a column of at most {MAX_VALUES}."
         )
-    index = header.index(column.lower())
+    index = names.index(column.lower())
     numbers = []
-    for number, row in enumerate(rows[1:], start=2):
-        field = row[index] if index < len(row) else ""
-        if not _NUMBER.fullmatch(field):
-            raise ToolError(f"Column {column!r} of {path} holds {field!r}, not a number, in row {number}.")
-        numbers.append(field)
+    for number, row in enumerate(rows, start=2):
+        if not _NUMBER.fullmatch(row[index]):
+            raise ToolError(
+                f"Column {column!r} of {path} holds {row[index]!r}, not a number, in row {number}."
+            )
+        numbers.append(row[index])
     return numbers

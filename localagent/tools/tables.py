@@ -6,12 +6,8 @@ it picks the right rows out of a file it has read and adds them up itself.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import re
 import sqlite3
-import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,13 +19,12 @@ from pydantic import Field
 from localagent.core.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.calculator import format_number
+from localagent.tools.data_records import read_records
 from localagent.tools.files import workspace_paths
 from localagent.tools.workspace import Workspace
 
 DATA_FILE_LIMIT = 100  # data files a workspace may offer as tables
 WALK_FILE_LIMIT = 5000  # files looked at while looking for them, so a home folder is not walked whole
-DATA_BYTES_LIMIT = 5_000_000  # a bigger file is not loaded
-HEADER_CHARS = 65_536  # where to look for a CSV file's column names
 TABLES_DESCRIBED = 20  # tables an SQL error lists, with their columns
 ROWS_SHOWN = 50
 CELL_CHARS = 200
@@ -77,7 +72,7 @@ def data_tables(workspace: Workspace) -> list[Table]:
     tables: list[Table] = []
     for path in _data_files(workspace):
         try:
-            header, _ = _read_records(workspace, path, header_only=True)
+            header, _ = read_records(workspace, path, header_only=True)
         except ToolError:
             continue
         tables.append(Table(path, (path,), tuple(header)))
@@ -152,7 +147,7 @@ class TableQuery:
         for table in tables:
             rows: list[list[str]] = []
             for path in table.files:
-                _, records = _read_records(self.workspace, path)
+                _, records = read_records(self.workspace, path)
                 rows.extend([path, *record] if table.is_folder else record for record in records)
             width = len(table.header)
             kinds = [_column_kind(row[index] for row in rows) for index in range(width)]
@@ -168,82 +163,6 @@ class TableQuery:
                 if alias.lower() not in taken:
                     taken.add(alias.lower())
                     connection.execute(f"CREATE VIEW {_quoted(alias)} AS SELECT * FROM {_quoted(table.name)}")
-
-
-def _read_records(
-    workspace: Workspace, path: str, *, header_only: bool = False
-) -> tuple[list[str], list[list[str]]]:
-    """A data file's column names and rows, every cell as text ('' for none); with `header_only`, a
-    CSV file's column names are read from its start alone."""
-    real = workspace.resolve(path)
-    try:
-        status = real.stat()
-        if not stat.S_ISREG(status.st_mode):
-            raise ToolError(f"{path} is not a regular file.")
-        if status.st_size > DATA_BYTES_LIMIT:
-            raise ToolError(
-                f"{path} is larger than {DATA_BYTES_LIMIT // 1_000_000} MB; it cannot be queried."
-            )
-        is_json = path.lower().endswith(".json")
-        with real.open(encoding="utf-8-sig", errors="replace", newline="") as file:
-            text = file.read(HEADER_CHARS if header_only and not is_json else -1)
-    except OSError as error:
-        raise ToolError(f"Cannot read {path}: {error.strerror}.") from None
-    return _json_records(path, text) if is_json else _csv_records(path, text)
-
-
-def _csv_records(path: str, text: str) -> tuple[list[str], list[list[str]]]:
-    first_line = text.split("\n", 1)[0]
-    # The header tells the delimiter; csv.Sniffer guesses wrong on rows of uneven length.
-    delimiter = max(",;\t|", key=first_line.count)
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
-    records = [row for row in reader if any(cell.strip() for cell in row)]
-    if not records:
-        raise ToolError(f"{path} is empty; it has no column names to query.")
-    header = _column_names(records[0])
-    width = len(header)
-    return header, [[cell.strip() for cell in (row + [""] * width)[:width]] for row in records[1:]]
-
-
-def _json_records(path: str, text: str) -> tuple[list[str], list[list[str]]]:
-    """The records of a JSON file: a list of objects, or the one list of objects in an object."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise ToolError(f"{path} is not valid JSON.") from None
-    if isinstance(data, dict):
-        lists = [value for value in data.values() if _is_records(value)]
-        data = lists[0] if len(lists) == 1 else None
-    if not _is_records(data):
-        raise ToolError(f"{path} does not hold a list of records.")
-    keys = list(dict.fromkeys(key for record in data for key in record))
-    return _column_names(keys), [[_json_cell(record.get(key)) for key in keys] for record in data]
-
-
-def _is_records(value: object) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(item, dict) for item in value)
-
-
-def _json_cell(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _column_names(cells: list[str]) -> list[str]:
-    names: list[str] = []
-    for index, cell in enumerate(cells, start=1):
-        name = cell.strip() or f"column{index}"
-        while name.lower() in (taken.lower() for taken in names):
-            name = f"{name}_{index}"
-        names.append(name)
-    return names
 
 
 def _column_kind(cells: Iterable[str]) -> str:
