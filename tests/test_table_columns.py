@@ -15,10 +15,10 @@ from localagent.tools.workspace import Workspace
 
 RAINFALL = (
     "gauge,day,mm,checked_by\n"
-    "ridge,2024-05-01,12.5,Ines\n"
-    "ridge,2024-05-02,0.0,Ines\n"
-    "valley,2024-05-01,7.25,Tomas\n"
-    "valley,2024-05-02,3.0,Ines\n"
+    "hilltop,2024-05-01,12.5,Oksana\n"
+    "hilltop,2024-05-02,0.0,Oksana\n"
+    "meadow,2024-05-01,7.25,Wendeline\n"
+    "meadow,2024-05-02,3.0,Oksana\n"
 )
 
 
@@ -27,7 +27,7 @@ def workspace(tmp_path: Path) -> Path:
     (tmp_path / "gauges").mkdir()
     (tmp_path / "gauges" / "may.csv").write_text(RAINFALL)
     (tmp_path / "gauges" / "may.tsv").write_text(RAINFALL.replace(",", "\t"))
-    (tmp_path / "gauges" / "june.csv").write_text("gauge,mm\nridge,4\nvalley,6\n")
+    (tmp_path / "gauges" / "june.csv").write_text("gauge,mm\nhilltop,4\nmeadow,6\n")
     return tmp_path
 
 
@@ -76,7 +76,7 @@ def test_a_column_that_is_not_there_names_the_file_s_columns(calculator: Tool) -
 def test_a_column_of_words_is_refused_with_the_first_field_that_is_no_number(calculator: Tool) -> None:
     with pytest.raises(ToolError) as error:
         calculate(calculator, "sum(gauges/may.csv['checked_by'])")
-    assert str(error.value) == "Column 'checked_by' of gauges/may.csv holds 'Ines', not a number, in row 2."
+    assert str(error.value) == "Column 'checked_by' of gauges/may.csv holds 'Oksana', not a number, in row 2."
 
 
 @pytest.mark.parametrize(
