@@ -21,7 +21,7 @@ Snapshot = Mapping[str, bytes]  # relative path -> content, every file of a work
 NOT_FOUND = tuple(
     re.compile(pattern, re.IGNORECASE)
     for pattern in (
-        r"\bnot\s+(?:be\s+)?(?:found|present|listed|mentioned|defined|specified|set|included|available|"
+        r"\bnot\s+(?:be\s+)?(?:found|present|listed|mentioned|defined|specified|set|included|available|provided|"
         r"exist|there|in|stated|given|recorded|known)\b",
         r"\b(?:does|do|did|is|are|was|were)(?:\s+not|n't)\s+(?:exist|appear|contain|have|include|list|"
         r"mention|define|specify|say|show|cover|hold|set|state|give)\b",
