@@ -421,8 +421,35 @@ def test_write_file_only_creates_and_leaves_a_file_that_exists_as_it_was(tools: 
         match=r"run\.sh already exists, and write_file only creates new files\. "
         r"Nothing was changed\. Change it with replace_in_file: old is the exact text to replace",
     ):
-        tools.write_file("run.sh", "echo three\n")
+        tools.write_file("run.sh", "#!/bin/sh\necho one\necho three\n")
     assert target.read_text() == "#!/bin/sh\necho one\necho two\n"
+
+
+def test_write_file_of_lines_new_to_a_file_names_the_call_that_adds_them(tools: FileTools, ws: Path) -> None:
+    target = ws / "run.sh"
+    target.write_text("#!/bin/sh\necho one\necho two")
+    with pytest.raises(ToolError) as refused:
+        tools.write_file("run.sh", "echo three\n")
+    assert str(refused.value) == (
+        "run.sh already exists, and write_file only creates new files. Nothing was changed. None of "
+        'your lines is in it yet; to add them at its end, call replace_in_file with {"path": "run.sh", '
+        '"old": "", "new": "echo three\\n"}'
+    )
+    assert target.read_text() == "#!/bin/sh\necho one\necho two"
+    # The call it names works as it stands: an addition at the end needs no read first.
+    added = tools.replace_in_file("run.sh", "", "echo three\n")
+    assert added == "Added the text at the end of run.sh, from line 4."
+    assert target.read_text() == "#!/bin/sh\necho one\necho two\necho three\n"
+
+
+def test_write_file_does_not_echo_long_content_or_a_file_it_cannot_read(tools: FileTools, ws: Path) -> None:
+    (ws / "run.sh").write_text("#!/bin/sh\n")
+    (ws / "blob.bin").write_bytes(b"\0\1\2")
+    for path, content in (("run.sh", "echo x\n" * 200), ("blob.bin", "one line\n")):
+        with pytest.raises(ToolError, match="Change it with replace_in_file: old is the exact text"):
+            tools.write_file(path, content)
+    assert (ws / "run.sh").read_text() == "#!/bin/sh\n"
+    assert (ws / "blob.bin").read_bytes() == b"\0\1\2"
 
 
 def test_an_edit_replaces_the_file_atomically_and_keeps_the_mode(tools: FileTools, ws: Path) -> None:
@@ -799,3 +826,30 @@ def test_a_repeated_search_over_many_or_large_files_shows_only_the_note(tools: F
     assert search_twice(tools, pattern="copper") == REPEATED_CALL
     (ws / "docs" / "big.txt").write_text("copper ladle\n" * 300)
     assert search_twice(tools, pattern="copper", path="docs/big.txt") == REPEATED_CALL
+
+
+def test_an_edit_that_changes_nothing_on_an_open_box_names_the_call_that_ticks_it(
+    tools: FileTools, ws: Path
+) -> None:
+    (ws / "chores.md").write_text(
+        "# Chores\n\n- [x] Rake the lawn\n- [ ] Oil the porch hinge\n- [ ] Oil the wheelbarrow\n"
+    )
+    edit = next(tool for tool in tools.tools() if tool.spec.name == "replace_in_file")
+    same = {"path": "chores.md", "old": "porch hinge", "new": "porch hinge"}
+    with pytest.raises(InvalidArguments, match=r"the same, so nothing would change\.$"):
+        edit.validate(same)  # not read yet: a call that needs the read is not offered
+    tools.read_file("chores.md")
+    for old in ("porch hinge", "- [ ] Oil the porch hinge"):
+        with pytest.raises(InvalidArguments) as refused:
+            edit.validate({"path": "chores.md", "old": old, "new": old})
+        assert str(refused.value) == (
+            "old and new are the same, so nothing would change. Line 4 of chores.md reads "
+            "'- [ ] Oil the porch hinge'; to tick its box, call replace_in_file with "
+            '{"path": "chores.md", "old": "- [ ] Oil the porch hinge", "new": "- [x] Oil the porch hinge"}'
+        )
+    # Words of two open boxes, of a ticked box, or of no box: the refusal alone.
+    for old in ("Oil the", "Rake the lawn", "Chores"):
+        with pytest.raises(InvalidArguments, match=r"the same, so nothing would change\.$"):
+            edit.validate({"path": "chores.md", "old": old, "new": old})
+    tools.replace_in_file("chores.md", "- [ ] Oil the porch hinge", "- [x] Oil the porch hinge")
+    assert "- [x] Oil the porch hinge\n" in (ws / "chores.md").read_text()

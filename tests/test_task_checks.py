@@ -117,7 +117,7 @@ def test_a_tolerance_takes_any_number_within_it() -> None:
         "I can't find a kettle in the catalogue.",
         "No member with id M-0311 found.",
         "No invoice for that month was found.",
-        "The warden's phone number is not provided in contacts.md.",
+        "The harbour timetable is not provided in moorings.txt.",
     ],
 )
 def test_saying_that_something_is_not_there(answer: str) -> None:

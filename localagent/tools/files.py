@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import json
 import os
 import re
 import secrets
@@ -32,6 +33,7 @@ from localagent.tools.found_lines import (
 )
 from localagent.tools.quote_blind import replace_ignoring_quotes
 from localagent.tools.workspace import Workspace
+from localagent.tools.write_refusal import existing_file_refusal
 
 LIST_LIMIT = 200  # entries shown by list_dir
 READ_CHAR_LIMIT = 8000  # characters of numbered lines returned by one read_file call
@@ -105,7 +107,7 @@ class FileTools:
             replace(Tool.from_function(self.search_text), on_repeat=self.files_of_search),
             replace(Tool.from_function(self.write_file, changes_files=True), dry_run=self._check_write),
             replace(
-                Tool.from_function(self.replace_in_file, changes_files=True, check=_check_edit),
+                Tool.from_function(self.replace_in_file, changes_files=True, check=self._check_edit),
                 dry_run=self._check_replacement,
             ),
             replace(Tool.from_function(self.tick_box, changes_files=True), dry_run=self._check_tick),
@@ -397,7 +399,7 @@ class FileTools:
     def write_file(self, path: FilePath, content: Content) -> str:
         """Create a new file. Missing directories are created. A file that exists is changed with
         replace_in_file, not with write_file."""
-        real, shown = self._planned_write(path)
+        real, shown = self._planned_write(path, content)
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
         except OSError:
@@ -410,13 +412,13 @@ class FileTools:
         return f"Created {shown} ({lines} lines, {len(content)} characters)."
 
     def _check_write(self, arguments: dict[str, Any]) -> None:
-        self._planned_write(str(arguments.get("path", "")))
+        self._planned_write(str(arguments.get("path", "")), str(arguments.get("content", "")))
 
     def _check_replacement(self, arguments: dict[str, Any]) -> None:
         path, old, new = (str(arguments.get(key, "")) for key in ("path", "old", "new"))
         self._planned_replacement(path, old, new, arguments.get("replace_all") is True)
 
-    def _planned_write(self, path: str) -> tuple[Path, str]:
+    def _planned_write(self, path: str, content: str) -> tuple[Path, str]:
         """Where write_file would write; ToolError when it may not."""
         real = self.workspace.resolve(path)
         shown = self.workspace.relative(real)
@@ -429,11 +431,7 @@ class FileTools:
         if status is not None:
             # As the str_replace editors of SWE-agent and OpenHands do: a small model asked to add or
             # change a line rewrites the file as that line alone, so an existing file is only edited.
-            raise ToolError(
-                f"{shown} already exists, and write_file only creates new files. Nothing was changed. "
-                "Change it with replace_in_file: old is the exact text to replace, copied from the file, "
-                "or '' to add new at the end of the file."
-            )
+            raise ToolError(existing_file_refusal(shown, _text_or_none(real), content))
         return real, shown
 
     def replace_in_file(
@@ -494,8 +492,41 @@ class FileTools:
             )
         return real, shown, replacement(text, old, new, shown, replace_all)
 
+    def _check_edit(self, arguments: Any) -> None:
+        """What is wrong with an edit before anyone is asked to approve it."""
+        if arguments.old == arguments.new:
+            raise InvalidArguments(
+                "old and new are the same, so nothing would change."
+                + self._tick_hint(arguments.path, arguments.old)
+            )
+        if SECTION_NOTE.search(arguments.new) and not SECTION_NOTE.search(arguments.old):
+            raise InvalidArguments(
+                "new ends a line with the '(under ...)' that search_text shows after a line; it names the "
+                "heading the line is under and is not part of the file. Leave it out of new."
+            )
+
+    def _tick_hint(self, path: str, old: str) -> str:
+        """For old copied from the one open box that holds it: the call that ticks that box."""
+        try:
+            real, shown = self._existing_file(path)
+            box = list_items.the_open_box(_read_utf8(real, shown), old)
+        except ToolError:
+            return ""
+        # Unless the file was read as it is, the call it names would be refused.
+        if box is None or not self._seen_as_it_is(shown):
+            return ""
+        number, line, ticked = box
+        call = json.dumps({"path": shown, "old": line.strip(), "new": ticked.strip()}, ensure_ascii=False)
+        return (
+            f" Line {number} of {shown} reads {line.strip()!r}; "
+            f"to tick its box, call replace_in_file with {call}"
+        )
+
     def _saw(self, shown: str) -> None:
         self._seen[shown] = _version(self.workspace.resolve(shown))
+
+    def _seen_as_it_is(self, shown: str) -> bool:
+        return shown in self._seen and self._seen[shown] == _version(self.workspace.resolve(shown))
 
     def _check_seen(self, shown: str, unread: str, then: str) -> None:
         """A ToolError unless the model has been shown the file as it is now on disk."""
@@ -617,17 +648,6 @@ def _with_path_choices(schema: dict[str, Any], choices: list[str]) -> dict[str, 
 def _walked(dirnames: list[str]) -> list[str]:
     """The subdirectories worth walking into, in order: no hidden or generated ones."""
     return sorted(name for name in dirnames if not name.startswith(".") and name not in SKIPPED_DIRS)
-
-
-def _check_edit(arguments: Any) -> None:
-    """What is wrong with an edit whatever the file holds; found before anyone is asked to approve it."""
-    if arguments.old == arguments.new:
-        raise InvalidArguments("old and new are the same, so nothing would change.")
-    if SECTION_NOTE.search(arguments.new) and not SECTION_NOTE.search(arguments.old):
-        raise InvalidArguments(
-            "new ends a line with the '(under ...)' that search_text shows after a line; it names the "
-            "heading the line is under and is not part of the file. Leave it out of new."
-        )
 
 
 FileVersion = tuple[int, int]  # modification time in ns, size in bytes
@@ -768,6 +788,13 @@ def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
             ) from None
 
     return matches
+
+
+def _text_or_none(real: Path) -> str | None:
+    try:
+        return _read_utf8(real, "")
+    except ToolError:
+        return None
 
 
 def _read_utf8(real: Path, shown: str) -> str:

@@ -66,13 +66,31 @@ def ticked(text: str, item: str, shown: str) -> ListEdit:
             f"No open box of {shown} holds {item!r}. Nothing was changed. Its open boxes: {listed}."
         )
     (target,) = open_boxes
-    line = lines[target.index]
-    start = len(target.indent) + len(target.marker)
-    at = line.index("[", start)
-    lines[target.index] = f"{line[:at]}[x]{line[at + 3 :]}"
+    lines[target.index] = _with_box_ticked(lines[target.index], target)
     return ListEdit(
         "".join(lines), f"Ticked line {target.index + 1} of {shown}: {lines[target.index].strip()}"
     )
+
+
+def the_open_box(text: str, words: str) -> tuple[int, str, str] | None:
+    """The line number, the line and the line ticked, of the one open box whose item holds `words`."""
+    wanted = _folded(_without_marker(words))
+    lines = text.splitlines()
+    holding = [
+        found
+        for found in _items(lines, 0, len(lines))
+        if found.box.startswith("[ ]") and wanted and wanted in _folded(found.text)
+    ]
+    if len(holding) != 1:
+        return None
+    (target,) = holding
+    line = lines[target.index].rstrip()
+    return target.index + 1, line, _with_box_ticked(line, target)
+
+
+def _with_box_ticked(line: str, item: _Item) -> str:
+    at = line.index("[", len(item.indent) + len(item.marker))
+    return f"{line[:at]}[x]{line[at + 3 :]}"
 
 
 def with_item_added(text: str, item: str, section: str, shown: str) -> ListEdit:
