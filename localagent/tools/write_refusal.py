@@ -1,5 +1,5 @@
-"""What write_file says when it is given a file that exists: as the model's lines are all new to
-the file, the one call that adds them at its end; else how to change a part of it."""
+"""What write_file says of a file that exists: when the model's lines are all new to it, the one
+call that adds them at its end; else how to change a part of it."""
 
 from __future__ import annotations
 
