@@ -508,10 +508,10 @@ class FileTools:
     def _tick_hint(self, path: str, old: str) -> str:
         """For old copied from the one open box that holds it: the call that ticks that box."""
         try:
-            real, shown = self._existing_file(path)
-            box = list_items.the_open_box(_read_utf8(real, shown), old)
+            _, shown, text = self._list_file(path)
         except ToolError:
             return ""
+        box = list_items.the_open_box(text, old)
         # Unless the file was read as it is, the call it names would be refused.
         if box is None or not self._seen_as_it_is(shown):
             return ""
