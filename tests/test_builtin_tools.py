@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import stat
@@ -519,10 +520,12 @@ def test_replace_in_file_replaces_exactly_one_match(tools: FileTools, ws: Path) 
         (
             "x = 1\nx = 1\nx = 1\n",
             "x = 1",
-            r"old appears 3 times in f.py, but it must appear exactly once\. Nothing was changed\. .* or set "
-            r"replace_all to true to replace every place\.",
+            r"old appears 3 times in f.py, but it must appear exactly once\. Nothing was changed\. "
+            r"It is on line 1: 'x = 1'; line 2: 'x = 1'; line 3: 'x = 1'\. "
+            r"To replace every place, call replace_in_file with "
+            r'\{"path": "f.py", "old": "x = 1", "new": "x", "replace_all": true\}; to change one place',
         ),
-        ("aaa\n", "aa", r"old appears 2 times"),
+        ("aaa\n", "aa", r"old appears 2 times in f.py.* It is on line 1: 'aaa'\. Copy more of the line you"),
         ("def f():\n    return 1\n", "2: return 1", r"Leave out the line numbers"),
         (
             "# To do\n- [ ] Call the locksmith\n",
@@ -549,6 +552,29 @@ def test_replace_in_file_refuses_without_changing_anything(
     assert target.read_text() == content
     assert target.stat().st_mtime_ns == 1_000_000_000
     assert files_in(ws).count("f.py") == 1 and not any(name.endswith(".tmp") for name in files_in(ws))
+
+
+def test_old_in_several_places_names_the_lines_and_the_call_that_replaces_them_all(
+    tools: FileTools, ws: Path
+) -> None:
+    target = ws / "crew.md"
+    target.write_text("# Crew\nSkipper: Maud Keller\nCook: Piet\n\nOn watch: Maud Keller\n")
+    tools.read_file("crew.md")
+    with pytest.raises(ToolError) as refused:
+        tools.replace_in_file("crew.md", "Maud Keller", "Maud Brink")
+    assert "It is on line 2: 'Skipper: Maud Keller'; line 5: 'On watch: Maud Keller'." in str(refused.value)
+    call = str(refused.value).split("call replace_in_file with ", 1)[1].split("; to change", 1)[0]
+    named = json.loads(call)
+    assert target.read_text().count("Maud Keller") == 2
+    assert tools.replace_in_file(**named) == "Replaced the text in 2 places in crew.md, at lines 2, 5."
+    assert target.read_text() == "# Crew\nSkipper: Maud Brink\nCook: Piet\n\nOn watch: Maud Brink\n"
+
+
+def test_old_in_more_places_than_are_named_says_how_many_more(tools: FileTools, ws: Path) -> None:
+    (ws / "rota.txt").write_text("".join(f"day {n}: Maud Keller\n" for n in range(1, 9)))
+    tools.read_file("rota.txt")
+    with pytest.raises(ToolError, match=r"line 5: 'day 5: Maud Keller'; and 3 more lines\. To replace every"):
+        tools.replace_in_file("rota.txt", "Maud Keller", "Maud Brink")
 
 
 def test_replace_all_replaces_every_place_and_says_on_which_lines(tools: FileTools, ws: Path) -> None:

@@ -24,6 +24,7 @@ from pydantic import Field
 from localagent.core.cancel import CancelToken
 from localagent.tools import list_items
 from localagent.tools.base import InvalidArguments, Tool, ToolError
+from localagent.tools.edit_refusals import ambiguous_old_refusal, existing_file_refusal
 from localagent.tools.found_lines import (
     SEARCH_FILE_BYTES_LIMIT,
     SEARCH_MATCH_LIMIT,
@@ -33,7 +34,6 @@ from localagent.tools.found_lines import (
 )
 from localagent.tools.quote_blind import replace_ignoring_quotes
 from localagent.tools.workspace import Workspace
-from localagent.tools.write_refusal import existing_file_refusal
 
 LIST_LIMIT = 200  # entries shown by list_dir
 READ_CHAR_LIMIT = 8000  # characters of numbered lines returned by one read_file call
@@ -845,8 +845,9 @@ def replacement(text: str, old: str, new: str, shown: str, replace_all: bool = F
         )
     if count == 0:
         raise ToolError(f"old was not found in {shown}. Nothing was changed. {_not_found_hint(text, old)}")
-    if count > 1 and replace_all and _occurrences(text, old, stop_at=len(text) + 1) == text.count(old):
-        lines = sorted({text.count("\n", 0, at) + 1 for at in _starts(text, old)})
+    replaceable = _occurrences(text, old, stop_at=len(text) + 1) == text.count(old)
+    lines = sorted({text.count("\n", 0, at) + 1 for at in _starts(text, old)})
+    if count > 1 and replace_all and replaceable:
         return Replacement(
             text.replace(old, new),
             f"Replaced the text in {count} places in {shown}, at lines {', '.join(map(str, lines))}.",
@@ -857,11 +858,9 @@ def replacement(text: str, old: str, new: str, shown: str, replace_all: bool = F
             "Nothing was changed. Add some of the surrounding text to old."
         )
     if count > 1:
-        raise ToolError(
-            f"old appears {count} times in {shown}, but it must appear exactly once. "
-            "Nothing was changed. Add some of the surrounding lines to old so that it matches one place, "
-            "or set replace_all to true to replace every place."
-        )
+        file_lines = text.splitlines()
+        places = [(number, file_lines[number - 1]) for number in lines]
+        raise ToolError(ambiguous_old_refusal(shown, old, new, places, count, replaceable))
     line = text.count("\n", 0, text.index(old)) + 1
     return Replacement(text.replace(old, new, 1), f"Replaced the text at line {line} of {shown}.")
 
