@@ -146,11 +146,11 @@ def test_a_reply_cut_at_the_token_limit_is_recoverable(replay: ReplayServer) -> 
     assert caught.value.raw == ACTION[:-10]  # ends in '{"a": 2'
 
 
-def test_an_answer_cut_at_the_token_limit_is_not_an_answer(replay: ReplayServer) -> None:
+def test_an_answer_cut_at_the_token_limit_is_kept_and_marked_as_cut(replay: ReplayServer) -> None:
     replay.enqueue_chunks(completion_chunks("Thought: I know it.\nFinal Answer: 2 + 3 is", "length"))
-    with pytest.raises(RecoverableTurnError) as caught:
-        take_turn(make_turn(replay, "none"))
-    assert caught.value.problem == "cut_off"
+    result = take_turn(make_turn(replay, "none"))
+    assert isinstance(result, Final)
+    assert result.content.startswith("2 + 3 is […]\n[The answer was cut off at the ")
 
 
 def test_a_stream_cut_mid_reply_is_recoverable_and_keeps_the_text(replay: ReplayServer) -> None:

@@ -287,7 +287,6 @@ CUT_OFF_256 = (
     [
         'Thought: Add.\nAction: calculator\nAction Input: {"expression": "2+',
         "Thought: I am thinking about",
-        "Thought: Done.\nFinal Answer: The answer is",
         'Thought: t\nAction: calculator\nAction Input: {"expression": "1"}\nAction: sea',
         'Thought: t\nAction: search\nAction Input: {"query": "1"}\nAction: search\nAction Input: {"qu',
         'Thought: t\nAction: calculator\nAction Input: {"expression": "1"}\nFinal Answer: and so',
@@ -301,8 +300,25 @@ def test_cut_off_reply_gets_its_own_message(text: str, mode: str) -> None:
 
 
 def test_cut_off_message_without_a_known_limit() -> None:
-    error = failure("Thought: Done.\nFinal Answer: The", cut_off=True)
+    error = failure("Thought: Done.\nAction: calculator\nAction Input: {", cut_off=True)
     assert error.feedback.startswith("Format error: your reply was cut off at the token limit before")
+
+
+@pytest.mark.parametrize("mode", ["strict", "tolerant"])
+def test_a_final_answer_cut_off_is_kept_as_it_stands_and_marked_as_cut(mode: str) -> None:
+    text = "Thought: Done.\nFinal Answer: The tide tables list three steps:\n1. Check the gauge.\n2. Note the"
+    parsed = parse(text, tolerant=mode == "tolerant", cut_off=True, token_limit=256)
+    assert parsed.result == Final(
+        content="The tide tables list three steps:\n1. Check the gauge.\n2. Note the […]\n"
+        "[The answer was cut off at the 256-token limit.]",
+        reasoning="Done.",
+    )
+    assert "the answer was cut off at the token limit" in parsed.notes
+
+
+def test_a_final_answer_cut_off_when_a_call_is_required_is_still_a_cut_off() -> None:
+    error = failure("Thought: Done.\nFinal Answer: The", "required", cut_off=True)
+    assert error.problem == "cut_off"
 
 
 @pytest.mark.parametrize("mode", ["strict", "tolerant"])

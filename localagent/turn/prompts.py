@@ -241,6 +241,12 @@ def cut_off(token_limit: int | None, *, in_call: bool = False) -> str:
     )
 
 
+def cut_answer(answer: str, token_limit: int | None) -> str:
+    """An answer the token limit cut short, as it stands, marked as cut."""
+    limit = f"the {token_limit}-token limit" if token_limit else "the token limit"
+    return f"{answer.rstrip()} […]\n[The answer was cut off at {limit}.]"
+
+
 def required_call(tool_choice: ToolChoice, shapes: str) -> str:
     which = f"the tool {tool_choice.name}" if isinstance(tool_choice, NamedToolChoice) else "one of the tools"
     return f"Format error: a tool call is required now, not an answer. Call {which}. {shapes}"

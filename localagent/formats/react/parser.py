@@ -180,8 +180,19 @@ def _assemble(
     read = [_request(action, tools, new_id, notes, repair=parts.tolerant) for action in parts.actions]
     requests = [request for request, _ in read]
     whole = bool(read) and read[-1][1] and not any(request.parse_error for request in requests)
+    if (
+        cut_off
+        and not read
+        and parts.labelled
+        and (parts.answer or "").strip()
+        and not _call_required(tool_choice)
+    ):
+        # A "Final Answer:" the limit cut short is kept, marked as cut: asked again, a greedy model
+        # writes the same answer and is cut at the same place.
+        answer = Final(content=prompts.cut_answer(parts.answer or "", token_limit), reasoning=parts.thought)
+        return ParsedReply(answer, (*notes, "the answer was cut off at the token limit"))
     if cut_off and not (whole and parts.answer is None):
-        # Whatever the model wrote last may be cut mid-way: an answer, an argument, a tool name.
+        # Whatever the model wrote last may be cut mid-way: an argument, a tool name.
         raise RecoverableTurnError(prompts.cut_off(token_limit), text, "cut_off")
     shapes = prompts.react_reply_shapes(tool_names, tool_choice)
     if requests:
@@ -198,9 +209,13 @@ def _assemble(
             else "the Final Answer is empty"
         )
         raise RecoverableTurnError(prompts.unparsable(detail, shapes), text, "unparsable")
-    if tool_choice == "required" or isinstance(tool_choice, NamedToolChoice):
+    if _call_required(tool_choice):
         raise RecoverableTurnError(prompts.required_call(tool_choice, shapes), text, "no_required_call")
     return ParsedReply(Final(content=parts.answer, reasoning=parts.thought), tuple(notes))
+
+
+def _call_required(tool_choice: ToolChoice) -> bool:
+    return tool_choice == "required" or isinstance(tool_choice, NamedToolChoice)
 
 
 def _request(
