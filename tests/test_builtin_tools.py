@@ -577,6 +577,26 @@ def test_old_in_more_places_than_are_named_says_how_many_more(tools: FileTools, 
         tools.replace_in_file("rota.txt", "Maud Keller", "Maud Brink")
 
 
+def test_a_replacement_says_which_other_files_still_hold_the_old_text(tools: FileTools, ws: Path) -> None:
+    (ws / "crew.md").write_text("# Crew\nSkipper: Maud Keller\n")
+    (ws / "log").mkdir()
+    (ws / "log" / "trip.txt").write_text(
+        "day 1: Maud Keller at the helm\nday 2: calm\nday 3: Maud Keller again\n"
+    )
+    (ws / "log" / "fuel.txt").write_text("day 1: 40 litres\n")
+    tools.read_file("crew.md")
+    assert tools.replace_in_file("crew.md", "Maud Keller", "Maud Brink") == (
+        "Replaced the text at line 2 of crew.md. The old text is still in log/trip.txt (lines 1, 3)."
+    )
+    tools.read_file("log/trip.txt")
+    report = tools.replace_in_file("log/trip.txt", "Maud Keller", "Maud Brink", replace_all=True)
+    assert report == "Replaced the text in 2 places in log/trip.txt, at lines 1, 3."
+    tools.read_file("log/fuel.txt")
+    assert tools.replace_in_file("log/fuel.txt", "40 litres", "45 litres") == (
+        "Replaced the text at line 1 of log/fuel.txt."
+    )
+
+
 def test_replace_all_replaces_every_place_and_says_on_which_lines(tools: FileTools, ws: Path) -> None:
     target = ws / "crew.md"
     target.write_text("# Crew\nSkipper: Maud Keller\nCook: Piet\n\nOn watch: Maud Keller\n")

@@ -442,7 +442,30 @@ class FileTools:
         real, shown, edit = self._planned_replacement(path, old, new, replace_all)
         _write_atomically(real, edit.text.encode("utf-8"), shown)
         self._saw(shown)
-        return edit.report
+        return edit.report + self._still_elsewhere(old, shown)
+
+    def _still_elsewhere(self, old: str, shown: str) -> str:
+        """The other files that still hold `old`, after it was replaced in `shown`: a name renamed in
+        one file is often in others too. A file state, told as it is; "" when there is none."""
+        if not old.strip() or "\n" in old:
+            return ""
+        root = self.workspace.resolve(".")
+        status = _status(root, ".")
+        if status is None:
+            return ""
+        found = self._search_lines(root, ".", status, lambda line: old in line, None, open_sections=False)
+        lines: dict[str, list[str]] = {}
+        for line in found.results:
+            if line.path != shown:
+                lines.setdefault(line.path, []).append(str(line.number))
+        if not lines:
+            return ""
+        places = [
+            f"{path} ({'line' if len(numbers) == 1 else 'lines'} {', '.join(numbers)})"
+            for path, numbers in list(lines.items())[:_ELSEWHERE_FILES]
+        ]
+        more = f" and {len(lines) - _ELSEWHERE_FILES} more files" if len(lines) > _ELSEWHERE_FILES else ""
+        return f" The old text is still in {', '.join(places)}{more}."
 
     def tick_box(self, path: FilePath, item: ItemWords) -> str:
         """Tick a box in a Markdown list: the one line '- [ ] ...' that holds item becomes '- [x] ...'."""
@@ -714,6 +737,7 @@ _MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
 _REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
 _REGEX_ESCAPE = re.compile(r"\\(?:[pPN]\{[^}]*\}|.)", re.DOTALL)  # \S, \., \p{Lu}, \N{...}
 _SOME_WORDS_SHOWN = 10
+_ELSEWHERE_FILES = 5
 _CLOSEST_LINE_RATIO = 0.7
 _CLOSEST_LINE_SEARCH_LIMIT = 5000
 _SWAP_QUOTES = str.maketrans({"'": '"', '"': "'"})
