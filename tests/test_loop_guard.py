@@ -47,12 +47,18 @@ class LoopingGenerator:
     constrained = True
     max_tokens = 64
 
+    def __init__(
+        self, text: str = 'Thought: add\nAction: calculator\nAction Input: {"expression": "1 / 1 / 1 / 1'
+    ):
+        self.text = text
+
     def generate(self, prompt, grammar, cancel, on_text, stops=()) -> Reply:
-        return Reply('Thought: add\nAction: calculator\nAction Input: {"expression": "1 / 1 / 1 / 1', "loop")
+        return Reply(self.text, "loop")
 
 
-def test_a_looping_reply_gets_its_own_feedback() -> None:
-    turn = TextTurn(LoopingGenerator(), ReactFormat(), "loops")
+@pytest.mark.parametrize("text", [LoopingGenerator().text, "Thought: done\nFinal Answer: 1 / 1 / 1 / 1 / 1"])
+def test_a_looping_reply_gets_its_own_feedback_even_in_an_answer(text: str) -> None:
+    turn = TextTurn(LoopingGenerator(text), ReactFormat(), "loops")
     messages = [SystemMessage(content="Be brief."), UserMessage(content="What is 1 / 1?")]
     with pytest.raises(RecoverableTurnError) as caught:
         turn(messages, [], "auto", CancelToken())

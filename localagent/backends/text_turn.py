@@ -52,7 +52,7 @@ class TextTurn:
             raise RecoverableTurnError(prompts.INTERRUPTED, reply.text, "cut_off", reply.usage)
         try:
             cut_off = reply.stop in ("length", "loop")
-            how = HowWritten(grammar is not None, cut_off, self.generator.max_tokens)
+            how = HowWritten(grammar is not None, cut_off, self.generator.max_tokens, reply.stop == "loop")
             parsed = self.format.parse(reply.text, tools, tool_choice, how)
         except RecoverableTurnError as error:
             looped = reply.stop == "loop" and error.problem == "cut_off"

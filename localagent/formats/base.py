@@ -69,11 +69,13 @@ class ParsedReply:
 
 @dataclass(frozen=True)
 class HowWritten:
-    """How a reply came to be: under its grammar or not, and whether it hit the token limit."""
+    """How a reply came to be: under its grammar or not, and whether it hit the token limit or was
+    stopped for repeating itself (`looped`, a cut_off too)."""
 
     constrained: bool = True
     cut_off: bool = False
     token_limit: int | None = None
+    looped: bool = False
 
 
 class ReplyFormat(Protocol):

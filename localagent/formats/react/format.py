@@ -58,8 +58,15 @@ class ReactFormat(CachedGrammars):
     def parse(
         self, text: str, tools: Sequence[ToolSpec], tool_choice: ToolChoice, how: HowWritten
     ) -> ParsedReply:
-        tolerant, cut_off, limit = not how.constrained, how.cut_off, how.token_limit
-        return parse_reply(text, tools, tool_choice, tolerant=tolerant, cut_off=cut_off, token_limit=limit)
+        return parse_reply(
+            text,
+            tools,
+            tool_choice,
+            tolerant=not how.constrained,
+            cut_off=how.cut_off,
+            token_limit=how.token_limit,
+            keep_cut_answer=not how.looped,
+        )
 
     def display(self, on_event: TurnEventSink | None) -> TextSink:
         return ReplyStream(on_event).feed

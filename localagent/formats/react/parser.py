@@ -60,8 +60,11 @@ def parse_reply(
     cut_off: bool = False,
     token_limit: int | None = None,
     new_id: Callable[[], str] = new_request_id,
+    keep_cut_answer: bool = True,
 ) -> ParsedReply:
-    """Read one reply; raise RecoverableTurnError when the model must write it again."""
+    """Read one reply; raise RecoverableTurnError when the model must write it again. A Final
+    Answer that is `cut_off` is kept, marked as cut, unless not `keep_cut_answer` (a reply stopped
+    for repeating itself)."""
     tool_names = [tool.name for tool in tools]
     try:
         parts = tolerant_parts(text, tool_names) if tolerant else strict_parts(text)
@@ -72,7 +75,8 @@ def parse_reply(
         if not text.strip():
             raise RecoverableTurnError(prompts.empty_reply(shapes), text, "empty") from None
         raise RecoverableTurnError(prompts.unparsable(problem.detail, shapes), text, "unparsable") from None
-    return _assemble(parts, text, tools, tool_choice, cut_off, token_limit, new_id)
+    cut_answer_kept = cut_off and keep_cut_answer
+    return _assemble(parts, text, tools, tool_choice, cut_off, token_limit, new_id, cut_answer_kept)
 
 
 def strict_parts(text: str) -> ReplyParts:
@@ -174,6 +178,7 @@ def _assemble(
     cut_off: bool,
     token_limit: int | None,
     new_id: Callable[[], str],
+    cut_answer_kept: bool = False,
 ) -> ParsedReply:
     tool_names = [tool.name for tool in tools]
     notes = list(parts.notes)
@@ -181,7 +186,7 @@ def _assemble(
     requests = [request for request, _ in read]
     whole = bool(read) and read[-1][1] and not any(request.parse_error for request in requests)
     if (
-        cut_off
+        cut_answer_kept
         and not read
         and parts.labelled
         and (parts.answer or "").strip()
