@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest_grammar import BFCL, LLAMACPP_CASES, load_json
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from localagent.cli import main
@@ -310,6 +310,8 @@ def write(tmp: Path, name: str, data: bytes) -> Path:
 @given(
     file_contents(tool_file_seeds), st.sampled_from(["lark", "gbnf"]), st.sampled_from(["auto", "required"])
 )
+# A property named by a line break once split the error over two lines of stderr.
+@example(b'[{"name": "tide", "parameters": {"type": "object", "properties": {"\\n": null}}}]', "lark", "auto")
 def test_grammar_show_on_any_tools_file(
     tmp_path_factory: pytest.TempPathFactory, data: bytes, fmt: str, choice: str
 ) -> None:

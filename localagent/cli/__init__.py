@@ -12,6 +12,15 @@ from localagent import __version__
 from localagent.cli.display import colors_allowed
 from localagent.errors import LocalagentError
 
+# What str.splitlines breaks a line at, shown escaped: a key of a user's file may hold one.
+_LINE_BREAKS = {ord("\n"): "\\n", ord("\r"): "\\r"}
+_LINE_BREAKS |= {code: f"\\x{code:02x}" for code in (0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0x85)}
+_LINE_BREAKS |= {0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def _one_line(message: str) -> str:
+    return message.translate(_LINE_BREAKS)
+
 
 class _CommandLine(click.Group):
     """The command group whose `main` gives every error one line, never a traceback: exit status 2
@@ -29,7 +38,7 @@ class _CommandLine(click.Group):
             error.show()
             sys.exit(error.exit_code)
         except LocalagentError as error:
-            click.echo(f"localagent: error: {error}", err=True)
+            click.echo(f"localagent: error: {_one_line(str(error))}", err=True)
             sys.exit(error.exit_code)
         except KeyboardInterrupt:
             click.echo("\ninterrupted", err=True)
