@@ -869,19 +869,20 @@ def replacement(text: str, old: str, new: str, shown: str, replace_all: bool = F
         )
     if count == 0:
         raise ToolError(f"old was not found in {shown}. Nothing was changed. {_not_found_hint(text, old)}")
-    replaceable = _occurrences(text, old, stop_at=len(text) + 1) == text.count(old)
-    lines = sorted({text.count("\n", 0, at) + 1 for at in _starts(text, old)})
-    if count > 1 and replace_all and replaceable:
-        return Replacement(
-            text.replace(old, new),
-            f"Replaced the text in {count} places in {shown}, at lines {', '.join(map(str, lines))}.",
-        )
-    if count > 1 and replace_all:
-        raise ToolError(
-            f"old overlaps itself in {shown}, so replacing every place is not one clear change. "
-            "Nothing was changed. Add some of the surrounding text to old."
-        )
     if count > 1:
+        # Counted only when old is in several places: a single replacement needs neither.
+        replaceable = _occurrences(text, old, stop_at=len(text) + 1) == text.count(old)
+        lines = sorted({text.count("\n", 0, at) + 1 for at in _starts(text, old)})
+        if replace_all and replaceable:
+            return Replacement(
+                text.replace(old, new),
+                f"Replaced the text in {count} places in {shown}, at lines {', '.join(map(str, lines))}.",
+            )
+        if replace_all:
+            raise ToolError(
+                f"old overlaps itself in {shown}, so replacing every place is not one clear change. "
+                "Nothing was changed. Add some of the surrounding text to old."
+            )
         file_lines = text.splitlines()
         places = [(number, file_lines[number - 1]) for number in lines]
         raise ToolError(ambiguous_old_refusal(shown, old, new, places, count, replaceable))

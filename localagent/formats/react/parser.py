@@ -17,7 +17,7 @@ from functools import cache
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from localagent.core.messages import Final, NamedToolChoice, ToolChoice, ToolRequest, ToolRequests
+from localagent.core.messages import Final, ToolChoice, ToolRequest, ToolRequests
 from localagent.errors import RecoverableTurnError
 from localagent.formats.base import ParsedReply
 from localagent.formats.loose_json import (
@@ -32,6 +32,7 @@ from localagent.formats.react.template import render_definitions, template_defin
 from localagent.formats.react.tolerant import tolerant_parts
 from localagent.tools.spec import ToolSpec
 from localagent.turn import prompts
+from localagent.turn.feedback import call_required
 
 # The generated grammars bound lengths and counts and, for chat prompts, let the answer hold blank
 # lines; the parser accepts the output of every one of them, so it keeps the shape and drops the bounds.
@@ -190,7 +191,7 @@ def _assemble(
         and not read
         and parts.labelled
         and (parts.answer or "").strip()
-        and not _call_required(tool_choice)
+        and not call_required(tool_choice)
     ):
         # A "Final Answer:" the limit cut short is kept, marked as cut: asked again, a greedy model
         # writes the same answer and is cut at the same place.
@@ -214,13 +215,9 @@ def _assemble(
             else "the Final Answer is empty"
         )
         raise RecoverableTurnError(prompts.unparsable(detail, shapes), text, "unparsable")
-    if _call_required(tool_choice):
+    if call_required(tool_choice):
         raise RecoverableTurnError(prompts.required_call(tool_choice, shapes), text, "no_required_call")
     return ParsedReply(Final(content=parts.answer, reasoning=parts.thought), tuple(notes))
-
-
-def _call_required(tool_choice: ToolChoice) -> bool:
-    return tool_choice == "required" or isinstance(tool_choice, NamedToolChoice)
 
 
 def _request(
