@@ -866,6 +866,20 @@ def test_a_repeated_search_that_found_nothing_shows_the_files_it_searched(tools:
     )
 
 
+def test_a_repeated_search_that_found_nothing_in_a_folder_searches_all_files(
+    tools: FileTools, ws: Path
+) -> None:
+    (ws / "lock.md").write_text("# Lock\nThe sluice gate opens at dawn.\n")
+    assert search_twice(tools, pattern="sluice", path="src") == "\n".join(
+        [
+            REPEATED_CALL,
+            "It found nothing in src; the same search of all files:",
+            "Matches for 'sluice' in .:",
+            "lock.md:2: The sluice gate opens at dawn.  (under '# Lock')",
+        ]
+    )
+
+
 def test_a_repeated_search_over_many_or_large_files_shows_only_the_note(tools: FileTools, ws: Path) -> None:
     for name in ("a", "b", "c"):
         (ws / "docs" / f"{name}.txt").write_text("nothing here\n")

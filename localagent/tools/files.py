@@ -373,6 +373,11 @@ class FileTools:
         key = (str(arguments.get("pattern", "")), self.workspace.relative(real), bool(arguments.get("regex")))
         paths = self._matched_files.get(key, [])
         heading = "The files with those lines, whole:"
+        if not paths and key[1] != ".":
+            # Made again, a search that found nothing in a file or folder means "look further".
+            everywhere = self.search_text(key[0], ".", key[2])
+            if not everywhere.startswith("No matches"):
+                return f"It found nothing in {key[1]}; the same search of all files:\n{everywhere}"
         if not paths:
             heading = "The files it searched, whole:"
             if not real.is_dir():
