@@ -366,8 +366,9 @@ class FileTools:
 
     def files_of_search(self, arguments: dict[str, Any], earlier: str) -> str | None:
         """For a search made again: the files it found lines in, or else the files it searched, shown
-        whole when they are few and small. A model that repeats a search wants more than those lines.
-        The earlier result itself is not needed: each search keeps the files it found lines in."""
+        whole when they are few and small; for one that found nothing in a file or folder, first the
+        same search of all files, when they hold it. A model that repeats a search wants more than
+        it got. The earlier result itself is not needed: each search keeps the files it found lines in."""
         path = str(arguments.get("path", "."))
         real = self.workspace.resolve(path)
         key = (str(arguments.get("pattern", "")), self.workspace.relative(real), bool(arguments.get("regex")))
