@@ -50,13 +50,13 @@ class TextTurn:
             raise Cancelled()
         if reply.stop == "interrupted":
             raise RecoverableTurnError(prompts.INTERRUPTED, reply.text, "cut_off", reply.usage)
+        looped = reply.stop == "loop"
         try:
-            cut_off = reply.stop in ("length", "loop")
-            how = HowWritten(grammar is not None, cut_off, self.generator.max_tokens, reply.stop == "loop")
+            cut_off = looped or reply.stop == "length"
+            how = HowWritten(grammar is not None, cut_off, self.generator.max_tokens, looped)
             parsed = self.format.parse(reply.text, tools, tool_choice, how)
         except RecoverableTurnError as error:
-            looped = reply.stop == "loop" and error.problem == "cut_off"
-            feedback = prompts.LOOPING if looped else error.feedback
+            feedback = prompts.LOOPING if looped and error.problem == "cut_off" else error.feedback
             raise RecoverableTurnError(feedback, error.raw, error.problem, reply.usage) from None
         if on_event is not None:
             for note in parsed.notes:

@@ -371,14 +371,15 @@ class FileTools:
         it got. The earlier result itself is not needed: each search keeps the files it found lines in."""
         path = str(arguments.get("path", "."))
         real = self.workspace.resolve(path)
-        key = (str(arguments.get("pattern", "")), self.workspace.relative(real), bool(arguments.get("regex")))
-        paths = self._matched_files.get(key, [])
+        pattern, searched = str(arguments.get("pattern", "")), self.workspace.relative(real)
+        is_regex = bool(arguments.get("regex"))
+        paths = self._matched_files.get((pattern, searched, is_regex), [])
         heading = "The files with those lines, whole:"
-        if not paths and key[1] != ".":
+        if not paths and searched != ".":
             # Made again, a search that found nothing in a file or folder means "look further".
-            everywhere = self.search_text(key[0], ".", key[2])
+            everywhere = self.search_text(pattern, ".", is_regex)
             if not everywhere.startswith("No matches"):
-                return f"It found nothing in {key[1]}; the same search of all files:\n{everywhere}"
+                return f"It found nothing in {searched}; the same search of all files:\n{everywhere}"
         if not paths:
             heading = "The files it searched, whole:"
             if not real.is_dir():

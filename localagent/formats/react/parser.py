@@ -179,7 +179,7 @@ def _assemble(
     cut_off: bool,
     token_limit: int | None,
     new_id: Callable[[], str],
-    cut_answer_kept: bool = False,
+    cut_answer_kept: bool,
 ) -> ParsedReply:
     tool_names = [tool.name for tool in tools]
     notes = list(parts.notes)
