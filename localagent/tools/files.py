@@ -378,7 +378,7 @@ class FileTools:
         if not paths and searched != ".":
             # Made again, a search that found nothing in a file or folder means "look further".
             everywhere = self.search_text(pattern, ".", is_regex)
-            if not everywhere.startswith("No matches"):
+            if self._matched_files.get((pattern, ".", is_regex)):
                 return f"It found nothing in {searched}; the same search of all files:\n{everywhere}"
         if not paths:
             heading = "The files it searched, whole:"
