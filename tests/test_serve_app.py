@@ -307,6 +307,8 @@ def test_completions_end_at_a_stop_string(client: TestClient) -> None:
     ("body", "param", "message"),
     [
         ({"prompt": "x", "grammar": "root ::= ("}, "grammar", "Invalid grammar"),
+        ({"prompt": "x", "grammar": 'greeting ::= "hi"'}, "grammar", "No 'root' rule"),
+        ({"prompt": "x", "grammar": "root ::= missing"}, "grammar", "Rule 'missing' not found"),
         (
             {"prompt": "x", "structured_outputs": {"grammar": "start: undefined_rule"}},
             "grammar",

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from llguidance.gbnf_to_lark import GbnfToLarkError, any_to_lark
+from llguidance.gbnf_to_lark import any_to_lark
 
 from localagent.backends.guidance import GrammarCompileError
 from localagent.backends.text_turn import TextTurn
@@ -110,7 +110,7 @@ def grammar_of(text: str) -> ReplyGrammar:
     """A client's grammar (GBNF or Lark) as the generator takes it."""
     try:
         return ReplyGrammar(any_to_lark(text), ())
-    except GbnfToLarkError as error:
+    except Exception as error:  # noqa: BLE001 - llguidance's converter raises plain exceptions too
         raise RequestError(f"Invalid grammar: {error}", param="grammar") from None
 
 
