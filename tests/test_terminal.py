@@ -280,6 +280,18 @@ def test_a_repeated_call_is_shown_like_any_call(tmp_path: Path) -> None:
     assert "(repeated call)" in text
 
 
+def test_a_reply_read_loosely_says_what_was_taken_as_what(tmp_path: Path) -> None:
+    (tmp_path / "lock.md").write_text("The sluice opens at dawn.\n")
+    plain = "Thought: look\nAction: read_file\nAction Input: lock.md\n"
+    model = script(tmp_path, [plain, DONE])
+    child = spawn(["run", "read it", "--model", model], tmp_path)
+    child.logfile_read = shown = io.StringIO()
+    child.expect(pexpect.EOF)
+    text = shown.getvalue()
+    assert "(reading the reply: read the plain text input of read_file as its 'path' argument)" in text
+    assert "The sluice opens at dawn." in text
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("quiet", [False, True])
 def test_a_live_line_counts_a_long_turn_on_a_terminal_and_is_gone_at_the_end(

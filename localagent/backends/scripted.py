@@ -15,7 +15,7 @@ from typing import Any
 
 from localagent.backends.arguments import parse_tool_call
 from localagent.core.cancel import CancelToken
-from localagent.core.events import ContentDelta, ReasoningDelta, TurnEventSink
+from localagent.core.events import ContentDelta, ReasoningDelta, ReplyNote, TurnEventSink
 from localagent.core.messages import (
     Final,
     Message,
@@ -67,9 +67,10 @@ class ScriptedTurn:
                 f"the script has no output left for turn {position + 1} ({len(self.items)} given)"
             )
         item = self.items[position]
+        notes: list[str] = []
         if isinstance(item, str):
             parsed = parse_reply(item, tools, tool_choice, tolerant=True, new_id=self._new_id)
-            result = parsed.result
+            result, notes = parsed.result, parsed.notes
         else:
             result = self._chat_turn(item, tools, tool_choice)
         if on_event:
@@ -77,6 +78,8 @@ class ScriptedTurn:
                 on_event(ReasoningDelta(text=result.reasoning))
             if result.content:
                 on_event(ContentDelta(text=result.content))
+            for note in notes:
+                on_event(ReplyNote(text=note))
         return result
 
     def _chat_turn(

@@ -1,4 +1,5 @@
-"""Showing a run as it happens: thoughts dimmed, each tool call with its arguments, results shortened.
+"""Showing a run as it happens: thoughts dimmed, each tool call with its arguments, results shortened,
+and each liberty taken reading a reply.
 
 Everything goes to stderr, so stdout holds only the answer (or the JSON result). How a run ended is
 said once, by the command (`run`, `chat`), not here. On a terminal a live line counts each model
@@ -20,6 +21,7 @@ from localagent.core.events import (
     Event,
     FormatError,
     ReasoningDelta,
+    ReplyNote,
     RunFinished,
     TokensGenerated,
     ToolFinished,
@@ -92,6 +94,8 @@ class RunDisplay:
             marker = click.style("✗ ", fg="red") if event.is_error else click.style("← ", fg="green")
             again = " (repeated call)" if event.repeated else ""
             self._line(marker + click.style(shorten(event.content) + again, dim=not event.is_error))
+        elif isinstance(event, ReplyNote):
+            self._line(click.style(f"(reading the reply: {event.text})", dim=True))
         elif isinstance(event, FormatError):
             self._line(
                 click.style(f"! malformed reply ({event.problem}): ", fg="yellow")
