@@ -826,6 +826,30 @@ def test_an_edit_that_changes_nothing_is_refused_before_anyone_is_asked(
     assert (ws / "f.txt").read_text() == "x\n"
 
 
+def test_the_executor_records_each_change_made_once_and_no_refused_one(tools: FileTools, ws: Path) -> None:
+    (ws / "lock.md").write_text("gate: shut\n")
+
+    def open_sluice() -> str:
+        """Opens the sluice (a change with no path)."""
+        return "opened"
+
+    sluice = Tool.from_function(open_sluice, changes_files=True)
+    own = {tool.name: tool for tool in [*tools.tools(), sluice]}
+    executor = ToolExecutor(own, lambda event: None, lambda tool, request: tool.name != "write_file")
+    calls = [
+        ("replace_in_file", {"path": "lock.md", "old": "gate: shut", "new": "gate: open"}),
+        ("write_file", {"path": "log.txt", "content": "opened"}),  # not approved
+        ("replace_in_file", {"path": "lock.md", "old": "nowhere", "new": "x"}),  # refused
+        ("open_sluice", {}),
+        ("replace_in_file", {"path": "lock.md", "old": "gate: open", "new": "gate: shut"}),
+    ]
+    tools.read_file("lock.md")
+    for number, (name, arguments) in enumerate(calls):
+        executor.run_step([ToolRequest(id=str(number), name=name, arguments=arguments)], CancelToken())
+    assert executor.changed == ["lock.md", "open_sluice"]
+    assert not (ws / "log.txt").exists()
+
+
 def test_a_cancelled_search_stops(tools: FileTools) -> None:
     cancel = CancelToken()
     cancel.cancel()

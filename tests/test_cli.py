@@ -77,12 +77,52 @@ def test_run_with_a_script_prints_json_and_writes_the_transcript(tmp_path: Path)
     result = localagent("run", "--model", model, "What is 17*23?", "--json", "--transcript", str(transcript))
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert set(payload) == {"status", "answer", "steps", "usage", "messages", "transcript"}
+    assert set(payload) == {"status", "answer", "steps", "changed", "usage", "messages", "transcript"}
     assert (payload["status"], payload["answer"], payload["steps"]) == ("final", "391", 2)
+    assert payload["changed"] == []
     assert payload["transcript"] == str(transcript)
     tool_message = next(m for m in payload["messages"] if m["role"] == "tool")
     assert tool_message["content"].startswith("391")
     assert [m.model_dump(mode="json") for m in read_messages(transcript)] == payload["messages"]
+
+
+def test_run_says_after_the_answer_that_no_file_changed_when_the_model_only_claims_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "lock.md").write_text("- [ ] Grease the sluice gate\n")
+    claim = "Thought: done\nFinal Answer: lock.md now says - [x] Grease the sluice gate"
+    result = localagent(
+        "run", "--model", script(tmp_path, [claim]), "tick it", "--tools", "default,edit",
+        "--workspace", str(tmp_path), "--yes",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == "No file was changed."
+    assert (tmp_path / "lock.md").read_text() == "- [ ] Grease the sluice gate\n"
+    model = script(tmp_path, [claim])
+    asked = localagent("run", "--model", model, "what is open?", "--workspace", str(tmp_path))
+    assert "changed" not in asked.stderr.lower()  # read-only tools: nothing could have changed
+
+
+def test_run_names_the_files_changed_and_leaves_out_a_refused_change(tmp_path: Path) -> None:
+    (tmp_path / "lock.md").write_text("- [ ] Grease the sluice gate\n")
+    replies = [
+        'Thought: new file\nAction: write_file\nAction Input: {"path": "lock.md", "content": "x"}\n',
+        'Thought: read\nAction: read_file\nAction Input: {"path": "lock.md"}\n',
+        "Thought: tick\nAction: replace_in_file\n"
+        'Action Input: {"path": "lock.md", "old": "- [ ]", "new": "- [x]"}\n',
+        'Thought: log\nAction: write_file\nAction Input: {"path": "log/gate.txt", "content": "greased"}\n',
+        "Thought: done\nFinal Answer: ticked and logged",
+    ]
+    flags = ["--tools", "default,edit", "--workspace", str(tmp_path), "--yes"]
+    shown = localagent("run", "--model", script(tmp_path, replies), "tick it", *flags)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == "ticked and logged\n"
+    assert shown.stderr.splitlines()[-1] == "Changed: lock.md, log/gate.txt"
+    (tmp_path / "lock.md").write_text("- [ ] Grease the sluice gate\n")
+    (tmp_path / "log" / "gate.txt").unlink()
+    as_json = localagent("run", "--model", script(tmp_path, replies), "tick it", *flags, "--json")
+    assert json.loads(as_json.stdout)["changed"] == ["lock.md", "log/gate.txt"]
+    assert "Changed" not in as_json.stderr
 
 
 def test_run_prints_the_answer_and_shows_the_steps_on_stderr(tmp_path: Path) -> None:

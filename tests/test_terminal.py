@@ -49,6 +49,7 @@ def test_run_asks_before_writing_and_shows_the_diff(tmp_path: Path, answer: str,
     child.sendline(answer)
     child.expect("Created out.txt" if written else "Tool error: the user did not approve write_file")
     child.expect("finished")
+    child.expect("Changed: out.txt" if written else "No file was changed.")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
@@ -66,6 +67,24 @@ def test_always_approves_the_rest_of_the_run(tmp_path: Path) -> None:
     assert "Allow write_file" not in child.before
     assert (tmp_path / "out.txt").read_text() == "hello"
     assert (tmp_path / "two.txt").read_text() == "hello"
+
+
+def test_chat_says_after_each_answer_what_it_changed(tmp_path: Path) -> None:
+    claim = "Thought: again\nFinal Answer: out.txt now says hello twice"
+    model = script(tmp_path, [WRITE, DONE, claim])
+    child = spawn(["chat", "--model", model, "--tools", "default,write_file", "--yes"], tmp_path)
+    child.expect(PROMPT)
+    child.sendline("save hello")
+    child.expect("finished")
+    child.expect("Changed: out.txt")
+    child.expect(PROMPT)
+    child.sendline("say it twice")
+    child.expect("hello twice")
+    child.expect("No file was changed.")
+    child.expect(PROMPT)
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    assert (tmp_path / "out.txt").read_text() == "hello"
 
 
 def test_chat_keeps_history_and_answers_slash_commands(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import click
 
 from localagent.agent import Agent
 from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent
+from localagent.cli.display import changes_line
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.line_input import LineReader
 from localagent.cli.options import backend_options, settings_from
@@ -61,6 +62,8 @@ def chat(workspace: Path, yes: bool, **params: Any) -> None:
             history = result.messages
             if result.answer:
                 click.echo(result.answer)
+            if changes := changes_line(result.changed, agent.tools):
+                click.echo(changes, err=True)
             if result.status != "final":
                 click.echo(
                     click.style(

@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Sequence
 from typing import TextIO
 
 import click
@@ -29,8 +30,17 @@ from localagent.core.events import (
     TurnFinished,
     TurnStarted,
 )
+from localagent.tools.base import Tool
 
 SCREEN_LIMIT = 300
+
+
+def changes_line(changed: Sequence[str], tools: Sequence[Tool]) -> str | None:
+    """What the run changed on disk, said after its answer (which may claim more); None when no
+    tool offered could change a file."""
+    if not any(tool.changes_files for tool in tools):
+        return None
+    return f"Changed: {', '.join(changed)}" if changed else "No file was changed."
 
 
 def colors_allowed() -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent
-from localagent.cli.display import shorten
+from localagent.cli.display import changes_line, shorten
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.options import backend_options, settings_from
 from localagent.core import paths
@@ -29,7 +29,7 @@ from localagent.loop.transcript import default_transcript_path
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object: status, answer, steps, usage, messages, transcript.",
+    help="Print one JSON object: status, answer, steps, changed, usage, messages, transcript.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print only the answer.")
 @click.option(
@@ -59,20 +59,22 @@ def run(
     try:
         with cancel_on_interrupt(cancel, first_interrupt):
             result = agent.run(task, cancel=cancel)
+        changes = None if silent else changes_line(result.changed, agent.tools)
     finally:
         agent.close()
-    report(result, path, as_json=as_json)
+    report(result, path, as_json=as_json, changes=changes)
     if agent.transcript_failure:
         click.echo(f"localagent: error: {agent.transcript_failure}", err=True)
     sys.exit(0 if result.status == "final" and not agent.transcript_failure else 1)
 
 
-def report(result: RunResult, transcript: Path, *, as_json: bool) -> None:
+def report(result: RunResult, transcript: Path, *, as_json: bool, changes: str | None = None) -> None:
     if as_json:
         payload = {
             "status": result.status,
             "answer": result.answer,
             "steps": result.steps,
+            "changed": list(result.changed),
             "usage": result.usage.model_dump(),
             "messages": HISTORY.dump_python(result.messages, mode="json"),
             "transcript": str(transcript),
@@ -83,6 +85,8 @@ def report(result: RunResult, transcript: Path, *, as_json: bool) -> None:
         return
     if result.answer:
         click.echo(result.answer)
+    if changes:
+        click.echo(changes, err=True)
     if result.status != "final":
         reason = f": {shorten(result.error)}" if result.error else ""  # one line; the transcript has it all
         click.echo(

@@ -69,6 +69,7 @@ class RunResult:
     messages: list[Message]
     usage: Usage
     error: str | None = None
+    changed: tuple[str, ...] = ()  # the files the run's tools changed ("path" of each change), in order
 
 
 @dataclass
@@ -137,7 +138,8 @@ class Runner:
             self._emit(
                 RunFinished(status=status, answer=answer, steps=state.steps, usage=state.usage, error=error)
             )
-        return RunResult(status, answer, state.steps, state.messages, state.usage, error)
+        changed = tuple(executor.changed)
+        return RunResult(status, answer, state.steps, state.messages, state.usage, error, changed)
 
     def _loop(self, state: _RunState, executor: ToolExecutor, cancel: CancelToken) -> _Stop:
         max_steps = self.settings.max_steps

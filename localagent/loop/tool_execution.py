@@ -86,6 +86,9 @@ class ToolExecutor:
     only_repeated: bool = False
     _earlier_results: dict[tuple[str, str], str] = field(default_factory=dict)
     _declined: set[tuple[str, str]] = field(default_factory=set)  # changes the user said no to
+    # What the run changed, in order: the path of each change a tool made, or the tool's name when
+    # its arguments name no path (a tool of an MCP server that is not read-only).
+    changed: list[str] = field(default_factory=list)
 
     def run_step(self, requests: Sequence[ToolRequest], cancel: CancelToken) -> list[ToolMessage]:
         outcomes: list[_Outcome | None] = [None] * len(requests)
@@ -168,6 +171,11 @@ class ToolExecutor:
         outcome = self._call(request, cancel, announced=True)
         # A change can make any earlier read stale.
         self._earlier_results.clear()
+        if not outcome.is_error:
+            target = (request.arguments or {}).get("path")
+            target = target if isinstance(target, str) and target else tool.name
+            if target not in self.changed:
+                self.changed.append(target)
         return outcome
 
     def _announce(self, request: ToolRequest) -> None:
