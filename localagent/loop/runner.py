@@ -69,7 +69,7 @@ class RunResult:
     messages: list[Message]
     usage: Usage
     error: str | None = None
-    changed: tuple[str, ...] = ()  # the files the run's tools changed ("path" of each change), in order
+    changed: tuple[str, ...] = ()  # what the run's tools changed, in order: paths (or a pathless tool's name)
 
 
 @dataclass
