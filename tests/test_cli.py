@@ -89,39 +89,39 @@ def test_run_with_a_script_prints_json_and_writes_the_transcript(tmp_path: Path)
 def test_run_says_after_the_answer_that_no_file_changed_when_the_model_only_claims_it(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "lock.md").write_text("- [ ] Grease the sluice gate\n")
-    claim = "Thought: done\nFinal Answer: lock.md now says - [x] Grease the sluice gate"
+    (tmp_path / "lock.md").write_text("- [ ] Check the sluice paddles\n")
+    claim = "Thought: done\nFinal Answer: lock.md now says - [x] Check the sluice paddles"
     result = localagent(
         "run", "--model", script(tmp_path, [claim]), "tick it", "--tools", "default,edit",
         "--workspace", str(tmp_path), "--yes",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines()[-1] == "No file was changed."
-    assert (tmp_path / "lock.md").read_text() == "- [ ] Grease the sluice gate\n"
+    assert (tmp_path / "lock.md").read_text() == "- [ ] Check the sluice paddles\n"
     model = script(tmp_path, [claim])
     asked = localagent("run", "--model", model, "what is open?", "--workspace", str(tmp_path))
     assert "changed" not in asked.stderr.lower()  # read-only tools: nothing could have changed
 
 
 def test_run_names_the_files_changed_and_leaves_out_a_refused_change(tmp_path: Path) -> None:
-    (tmp_path / "lock.md").write_text("- [ ] Grease the sluice gate\n")
+    (tmp_path / "lock.md").write_text("- [ ] Check the sluice paddles\n")
     replies = [
         'Thought: new file\nAction: write_file\nAction Input: {"path": "lock.md", "content": "x"}\n',
         'Thought: read\nAction: read_file\nAction Input: {"path": "lock.md"}\n',
         "Thought: tick\nAction: replace_in_file\n"
         'Action Input: {"path": "lock.md", "old": "- [ ]", "new": "- [x]"}\n',
-        'Thought: log\nAction: write_file\nAction Input: {"path": "log/gate.txt", "content": "greased"}\n',
+        'Thought: log\nAction: write_file\nAction Input: {"path": "log/paddles.txt", "content": "checked"}\n',
         "Thought: done\nFinal Answer: ticked and logged",
     ]
     flags = ["--tools", "default,edit", "--workspace", str(tmp_path), "--yes"]
     shown = localagent("run", "--model", script(tmp_path, replies), "tick it", *flags)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == "ticked and logged\n"
-    assert shown.stderr.splitlines()[-1] == "Changed: lock.md, log/gate.txt"
-    (tmp_path / "lock.md").write_text("- [ ] Grease the sluice gate\n")
-    (tmp_path / "log" / "gate.txt").unlink()
+    assert shown.stderr.splitlines()[-1] == "Changed: lock.md, log/paddles.txt"
+    (tmp_path / "lock.md").write_text("- [ ] Check the sluice paddles\n")
+    (tmp_path / "log" / "paddles.txt").unlink()
     as_json = localagent("run", "--model", script(tmp_path, replies), "tick it", *flags, "--json")
-    assert json.loads(as_json.stdout)["changed"] == ["lock.md", "log/gate.txt"]
+    assert json.loads(as_json.stdout)["changed"] == ["lock.md", "log/paddles.txt"]
     assert "Changed" not in as_json.stderr
 
 
