@@ -67,7 +67,7 @@ def test_bench_prints_every_figure_the_issue_names_as_json() -> None:
     )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
-    assert set(figures["paths"]) == {"unconstrained", "stock_gbnf", "llguidance"}
+    assert set(figures["paths"]) == {"unconstrained", "stock_gbnf", "llguidance", "llguidance_no_drafts"}
     for path in figures["paths"].values():
         assert (
             path["ms_per_token"]["median"] > 0
@@ -77,9 +77,9 @@ def test_bench_prints_every_figure_the_issue_names_as_json() -> None:
     llguidance = figures["paths"]["llguidance"]
     assert 0 < llguidance["fast_forwarded_share"] < 1
     assert llguidance["mask_ms_per_token"]["n"] > 0
-    assert (
-        figures["ratios"]["llguidance_vs_unconstrained"] > 0 and figures["ratios"]["stock_vs_llguidance"] > 0
-    )
+    assert figures["paths"]["llguidance_no_drafts"]["kept_draft_share"] == 0
+    assert all(figures["ratios"][name] > 0 for name in ("llguidance_vs_unconstrained", "stock_vs_llguidance"))
+    assert figures["ratios"]["drafts_vs_no_drafts"] > 0
     assert figures["grammar_compile_ms"]["tools"] == 10
     assert len(figures["kv_reuse"]["steps"]) >= 2
     assert figures["kv_reuse"]["max_extra_tokens_per_step"] <= 1

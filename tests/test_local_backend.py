@@ -188,7 +188,11 @@ def test_greedy_llguidance_loop_equals_the_stock_gbnf_sampler(
     guidance = Guidance(llama_session)
     prompt = prompt_for(task, default_tools, llama_session)
     stepwise = llama_session.generate(
-        prompt, max_tokens=80, matcher=guidance.compile(grammar.lark).fresh(), fast_forward=False
+        prompt,
+        max_tokens=80,
+        matcher=guidance.compile(grammar.lark).fresh(),
+        fast_forward=False,
+        speculate=False,
     )
     stock = llama_session.generate_stock(prompt, max_tokens=80, gbnf=grammar.gbnf)
     assert stepwise.text == stock.text
@@ -217,7 +221,7 @@ def test_forced_tokens_share_a_model_step_with_the_token_before_them(
     )
     llama_session.llama.n_tokens = 0  # nothing to reuse: the whole prompt but its last token is evaluated
     fast = llama_session.generate(
-        prompt, max_tokens=80, matcher=Guidance(llama_session).compile(grammar.lark).fresh()
+        prompt, max_tokens=80, matcher=Guidance(llama_session).compile(grammar.lark).fresh(), speculate=False
     )
     stats = fast.stats
     sampled = stats.generated_tokens - stats.fast_forwarded_tokens

@@ -17,6 +17,7 @@ import numpy as np
 from llguidance import LLMatcher
 from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
+from localagent.backends.speculation import DraftedCache, draft_from_context
 from localagent.core.cancel import CancelToken
 from localagent.errors import BackendError
 
@@ -53,6 +54,8 @@ class DecodeStats:
     prefill_seconds: float = 0.0
     generate_seconds: float = 0.0
     first_token_seconds: float | None = None
+    drafted_tokens: int = 0
+    kept_draft_tokens: int = 0
     token_seconds: list[float] = field(default_factory=list)
 
 
@@ -203,8 +206,12 @@ class LlamaSession:
         on_text: TextSink | None = None,
         fast_forward: bool = True,
         stop: Sequence[str] = (),
+        speculate: bool = True,
     ) -> Generation:
         """The own decode loop: llguidance masks when `matcher` is given, else unconstrained.
+
+        Greedy decoding with `speculate` checks drafts from the context in batches (speculation.py);
+        the reply is the same, in fewer model steps.
 
         Generation also ends where the text first shows one of the `stop` strings; the text is cut
         before it (its tokens stay in the KV cache, which compares token by token anyway).
@@ -231,7 +238,13 @@ class LlamaSession:
         if matcher is not None and fast_forward:
             _fast_forward(matcher, pending, output, stats, room)
         self._eval(pending)
-        pending = []
+        pending.clear()
+        drafts = DraftedCache(self.llama, self.n_vocab) if speculate and sampling.temperature <= 0 else None
+
+        def draft() -> list[int]:
+            guess = draft_from_context([*prompt, *output.tokens])[: room - len(output.tokens)]
+            return guess[: matcher.validate_tokens(guess)] if matcher is not None and guess else guess
+
         stats.prefill_seconds = time.perf_counter() - started
         while len(output.tokens) < room:
             step_started = time.perf_counter()
@@ -243,10 +256,7 @@ class LlamaSession:
                 break
             if matcher is not None and fast_forward and _fast_forward(matcher, pending, output, stats, room):
                 continue
-            if pending:
-                self._eval(pending)
-                pending = []
-            logits = self._logits()
+            logits = self._next_logits(pending, drafts, draft)
             if matcher is not None:
                 mask_started = time.perf_counter()
                 fill_next_token_bitmask(matcher, self._bitmask, 0)
@@ -275,11 +285,32 @@ class LlamaSession:
                     continue
                 reason = "loop"
                 break
+        if drafts is not None:
+            drafts.settle(pending)
+            drafts.drop()
+            stats.drafted_tokens, stats.kept_draft_tokens = drafts.drafted, drafts.kept
         if pending:  # the KV cache holds the whole reply, for the next step's prefix reuse
             self._eval(pending)
         stats.generated_tokens = len(output.tokens)
         stats.generate_seconds = time.perf_counter() - started - stats.prefill_seconds
         return Generation(output.finish(), output.tokens, reason, stats)
+
+    def _next_logits(
+        self, pending: list[int], drafts: DraftedCache | None, draft: Callable[[], list[int]]
+    ) -> np.ndarray:
+        """The logits for the reply's next token, once the cache holds `pending` (then emptied)."""
+        if drafts is not None:
+            drafts.settle(pending)
+            ready = drafts.ready_logits()
+            if ready is not None:
+                return ready
+            guess = draft() if pending else []
+            if guess and len(pending) + len(guess) <= self.llama.n_batch:
+                return drafts.evaluate(pending, guess)
+        if pending:
+            self._eval(pending)
+            pending.clear()
+        return self._logits()
 
     def _end_line(self, matcher: LLMatcher, output: _TextAccumulator, pending: list[int]) -> bool:
         """End a looping line where the grammar lets it end: a runaway thought ("1.6000000…") then

@@ -1,7 +1,8 @@
-"""`localagent bench`: the three decoding paths side by side in one run, on the same prompts.
+"""`localagent bench`: the decoding paths side by side in one run, on the same prompts.
 
 Paths: the own loop without a grammar (unconstrained), llama-cpp-python's `create_completion` with
-its GBNF grammar sampler (stock), and the own loop with llguidance masks and fast-forwarded tokens.
+its GBNF grammar sampler (stock), the own loop with llguidance masks and fast-forwarded tokens, and
+the same without prompt-lookup drafts. The own loop drafts by default.
 Figures are medians and p90s over generations, and ratios between paths: these machines are noisy.
 """
 
@@ -53,7 +54,7 @@ PROMPTS = [
     "Who wrote Hamlet?",
     "Add 1234 and 5678.",
 ]
-PATHS = ("unconstrained", "stock_gbnf", "llguidance")
+PATHS = ("unconstrained", "stock_gbnf", "llguidance", "llguidance_no_drafts")
 Report = Callable[[str], None]
 
 
@@ -64,6 +65,7 @@ class PathFigures:
     mask_ms: list[float] = field(default_factory=list)
     generated: int = 0
     fast_forwarded: int = 0
+    kept_drafts: int = 0
 
     def add(self, generation: Generation) -> None:
         stats = generation.stats
@@ -74,6 +76,7 @@ class PathFigures:
         self.mask_ms.extend(1000 * seconds for seconds in stats.mask_times)
         self.generated += stats.generated_tokens
         self.fast_forwarded += stats.fast_forwarded_tokens
+        self.kept_drafts += stats.kept_draft_tokens
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -81,6 +84,7 @@ class PathFigures:
             "first_token_ms": _spread(self.first_token_ms),
             "mask_ms_per_token": _spread(self.mask_ms) if self.mask_ms else None,
             "fast_forwarded_share": round(self.fast_forwarded / self.generated, 3) if self.generated else 0.0,
+            "kept_draft_share": round(self.kept_drafts / self.generated, 3) if self.generated else 0.0,
             "tokens": self.generated,
         }
 
@@ -126,7 +130,12 @@ def run_benchmark(
                 elif path == "stock_gbnf":
                     generation = session.generate_stock(prompt, max_tokens=max_tokens, gbnf=grammar.gbnf)
                 else:
-                    generation = session.generate(prompt, max_tokens=max_tokens, matcher=compiled.fresh())
+                    generation = session.generate(
+                        prompt,
+                        max_tokens=max_tokens,
+                        matcher=compiled.fresh(),
+                        speculate=path == "llguidance",
+                    )
                 figures[path].add(generation)
         report(f"run {run + 1}/{runs} done")
     summaries = {path: figures[path].summary() for path in PATHS}
@@ -153,6 +162,9 @@ def run_benchmark(
         "ratios": {
             "llguidance_vs_unconstrained": round(llguidance / unconstrained, 3),
             "stock_vs_llguidance": round(stock / llguidance, 3),
+            "drafts_vs_no_drafts": round(
+                llguidance / summaries["llguidance_no_drafts"]["ms_per_token"]["median"], 3
+            ),
         },
         "tokenizer_build_s": round(guidance.tokenizer_seconds, 3),
         "grammar_compile_ms": compile_figures,
