@@ -210,8 +210,9 @@ class LlamaSession:
     ) -> Generation:
         """The own decode loop: llguidance masks when `matcher` is given, else unconstrained.
 
-        Greedy decoding with `speculate` checks drafts from the context in batches (speculation.py);
-        the reply is the same, in fewer model steps.
+        Greedy decoding with `speculate` checks drafts from the context in batches (speculation.py):
+        the same reply in fewer model steps, but for a near tie that llama.cpp's rounding of a batch
+        row tips the other way.
 
         Generation also ends where the text first shows one of the `stop` strings; the text is cut
         before it (its tokens stay in the KV cache, which compares token by token anyway).

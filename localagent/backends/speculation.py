@@ -4,8 +4,9 @@ A reply often copies from its context: a path from the listing, a line or a valu
 result. Where the reply's last few tokens appeared before, the tokens that followed them there are a
 guess (a draft) at what comes next. The draft is evaluated in one batch with the token before it,
 and each of its tokens is kept only while it is the token the model chooses anyway, so the reply is
-the one plain greedy decoding writes; each kept token saves a model step. On 2 CPU cores a batch of
-4 tokens costs about 1.8 steps of one.
+the one plain greedy decoding writes, but for a near tie that the rounding of a batch row tips the
+other way; each kept token saves a model step. On 2 CPU cores a batch of 4 tokens costs about 1.8
+steps of one.
 """
 
 from __future__ import annotations
