@@ -11,6 +11,7 @@ from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
 from localagent.backends.decoding import LlamaSession, Sampling
 from localagent.backends.guidance import Guidance
+from localagent.backends.llama_context import logits_row
 from localagent.backends.speculation import draft_from_context
 from localagent.formats.react.grammar import build_grammar
 from localagent.formats.react.parser import parse_reply
@@ -73,7 +74,7 @@ def assert_greedy_up_to_rounding(
             position += len(forced)
             continue
         session.prefill([*prompt, *reply[:position]])
-        logits = session._logits()
+        logits = logits_row(session.llama, session.n_vocab)
         if matcher is not None:
             fill_next_token_bitmask(matcher, bitmask, 0)
             allowed = np.unpackbits(bitmask.view(np.uint8), bitorder="little")[: session.n_vocab]

@@ -17,6 +17,7 @@ import numpy as np
 from llguidance import LLMatcher
 from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
+from localagent.backends.llama_context import evaluate, logits_row
 from localagent.backends.speculation import DraftedCache, draft_from_context
 from localagent.core.cancel import CancelToken
 from localagent.errors import BackendError
@@ -164,7 +165,7 @@ class LlamaSession:
         evaluated = self._prefill_all_but_last(tokens, cancel)
         if cancel is not None:
             cancel.raise_if_cancelled()
-        self._eval(tokens[-1:])
+        evaluate(self.llama, tokens[-1:])
         return evaluated
 
     def _prefill_all_but_last(self, tokens: Sequence[int], cancel: CancelToken | None = None) -> int:
@@ -182,18 +183,8 @@ class LlamaSession:
         for start in range(reuse, len(tokens) - 1, PREFILL_CHUNK):
             if cancel is not None and cancel.cancelled:
                 break
-            self._eval(tokens[start : min(start + PREFILL_CHUNK, len(tokens) - 1)])
+            evaluate(self.llama, tokens[start : min(start + PREFILL_CHUNK, len(tokens) - 1)])
         return len(tokens) - reuse
-
-    def _eval(self, tokens: Sequence[int]) -> None:
-        try:
-            self.llama.eval(list(tokens))
-        except RuntimeError as error:
-            raise BackendError(f"llama.cpp failed to evaluate tokens: {error}") from None
-
-    def _logits(self) -> np.ndarray:
-        pointer = self.llama._ctx.get_logits()
-        return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy()
 
     def generate(
         self,
@@ -238,12 +229,15 @@ class LlamaSession:
         pending = list(prompt[-1:])
         if matcher is not None and fast_forward:
             _fast_forward(matcher, pending, output, stats, room)
-        self._eval(pending)
+        evaluate(self.llama, pending)
         pending.clear()
         drafts = DraftedCache(self.llama, self.n_vocab) if speculate and sampling.temperature <= 0 else None
 
+        prompt_array = np.asarray(prompt, dtype=np.int64)
+
         def draft() -> list[int]:
-            guess = draft_from_context([*prompt, *output.tokens])[: room - len(output.tokens)]
+            context = np.concatenate((prompt_array, np.asarray(output.tokens, dtype=np.int64)))
+            guess = draft_from_context(context)[: room - len(output.tokens)]
             return guess[: matcher.validate_tokens(guess)] if matcher is not None and guess else guess
 
         stats.prefill_seconds = time.perf_counter() - started
@@ -291,7 +285,7 @@ class LlamaSession:
             drafts.drop()
             stats.drafted_tokens, stats.kept_draft_tokens = drafts.drafted, drafts.kept
         if pending:  # the KV cache holds the whole reply, for the next step's prefix reuse
-            self._eval(pending)
+            evaluate(self.llama, pending)
         stats.generated_tokens = len(output.tokens)
         stats.generate_seconds = time.perf_counter() - started - stats.prefill_seconds
         return Generation(output.finish(), output.tokens, reason, stats)
@@ -309,9 +303,9 @@ class LlamaSession:
             if guess and len(pending) + len(guess) <= self.llama.n_batch:
                 return drafts.evaluate(pending, guess)
         if pending:
-            self._eval(pending)
+            evaluate(self.llama, pending)
             pending.clear()
-        return self._logits()
+        return logits_row(self.llama, self.n_vocab)
 
     def _end_line(self, matcher: LLMatcher, output: _TextAccumulator, pending: list[int]) -> bool:
         """End a looping line where the grammar lets it end: a runaway thought ("1.6000000…") then

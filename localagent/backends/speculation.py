@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import llama_cpp
 import numpy as np
 
-from localagent.errors import BackendError
+from localagent.backends.llama_context import evaluate_rows, logits_row
 
 LONGEST_NGRAM = 3
 SHORTEST_NGRAM = 3
@@ -90,23 +90,10 @@ class DraftedCache:
         ahead. Returns the logits after `pending`."""
         llama = self.llama
         tokens = pending + draft
-        start = llama.n_tokens
-        llama._ctx.kv_cache_seq_rm(-1, start, -1)
-        batch = llama._batch
-        batch.set_batch(batch=tokens, n_past=start, logits_all=True)
         first_row = len(pending) - 1
-        for index in range(first_row):
-            batch.batch.logits[index] = False
-        try:
-            llama._ctx.decode(batch)
-        except RuntimeError as error:
-            raise BackendError(f"llama.cpp failed to evaluate tokens: {error}") from None
-        llama.input_ids[start : start + len(tokens)] = tokens
-        llama.n_tokens = start + len(pending)
-        self.rows = [
-            np.ctypeslib.as_array(llama._ctx.get_logits_ith(index), shape=(self.n_vocab,)).copy()
-            for index in range(first_row, len(tokens))
-        ]
+        evaluate_rows(llama, tokens, first_row)
+        llama.n_tokens += len(pending)
+        self.rows = [logits_row(llama, self.n_vocab, index) for index in range(first_row, len(tokens))]
         self.ahead = list(draft)
         self.drafted += len(draft)
         pending.clear()
