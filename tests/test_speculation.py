@@ -7,7 +7,6 @@ import llama_cpp
 import numpy as np
 import pytest
 from llguidance import LLMatcher
-from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
 from localagent.backends.decoding import LlamaSession, Sampling
 from localagent.backends.guidance import Guidance
@@ -65,7 +64,6 @@ def assert_greedy_up_to_rounding(
 ) -> None:
     """Each token of `reply` is forced by the grammar or within ROUNDING of the best logit the grammar
     allows, its logits evaluated one token at a time as decoding without drafts does."""
-    bitmask = allocate_token_bitmask(1, session.n_vocab)
     position = 0
     while position < len(reply):
         forced = matcher.compute_ff_tokens() if matcher is not None else []
@@ -76,9 +74,7 @@ def assert_greedy_up_to_rounding(
         session.prefill([*prompt, *reply[:position]])
         logits = logits_row(session.llama, session.n_vocab)
         if matcher is not None:
-            fill_next_token_bitmask(matcher, bitmask, 0)
-            allowed = np.unpackbits(bitmask.view(np.uint8), bitorder="little")[: session.n_vocab]
-            logits[allowed == 0] = -np.inf
+            logits[session.allowed_tokens(matcher) == 0] = -np.inf
         token = reply[position]
         assert logits[token] >= logits.max() - ROUNDING, (position, session.token_text(token))
         if matcher is not None:

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from conftest_grammar import lark_accepts
 from llguidance.gbnf_to_lark import gbnf_to_lark
-from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 from sample_specs import CALCULATOR, CLOCK, SEARCH
 
 from localagent.backends.decoding import LlamaSession
@@ -237,9 +235,7 @@ def test_the_tool_call_tag_is_written_as_its_one_user_defined_token(
 
 
 def mask_allows(session: LlamaSession, matcher: Any, token: int) -> bool:
-    bitmask = allocate_token_bitmask(1, session.n_vocab)
-    fill_next_token_bitmask(matcher, bitmask, 0)
-    return bool(np.unpackbits(bitmask.view(np.uint8), bitorder="little")[token])
+    return bool(session.allowed_tokens(matcher)[token])
 
 
 # --- the parser: strict mode (what the grammar writes) ----------------------------------------------

@@ -254,9 +254,7 @@ class LlamaSession:
             logits = self._next_logits(pending, drafts, draft)
             if matcher is not None:
                 mask_started = time.perf_counter()
-                fill_next_token_bitmask(matcher, self._bitmask, 0)
-                allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")[: self.n_vocab]
-                logits[allowed == 0] = -np.inf
+                logits[self.allowed_tokens(matcher) == 0] = -np.inf
                 stats.mask_times.append(time.perf_counter() - mask_started)
                 stats.mask_seconds += stats.mask_times[-1]
             token = sample_token(logits, sampling, rng)
@@ -289,6 +287,11 @@ class LlamaSession:
         stats.generated_tokens = len(output.tokens)
         stats.generate_seconds = time.perf_counter() - started - stats.prefill_seconds
         return Generation(output.finish(), output.tokens, reason, stats)
+
+    def allowed_tokens(self, matcher: LLMatcher) -> np.ndarray:
+        """1 for each token of the vocabulary the grammar allows next, 0 for the others."""
+        fill_next_token_bitmask(matcher, self._bitmask, 0)
+        return np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")[: self.n_vocab]
 
     def _next_logits(
         self, pending: list[int], drafts: DraftedCache | None, draft: Callable[[], list[int]]
