@@ -8,8 +8,9 @@ from pathlib import Path
 
 import llama_cpp
 
+from localagent.backends.cpu_backend import ensure_cpu_backend
 from localagent.backends.gguf_header import GGUFHeaderError, context_length
-from localagent.backends.llama_logs import clear_log_lines, quiet_llama_logs, recent_log_lines
+from localagent.backends.llama_logs import clear_log_lines, recent_log_lines
 from localagent.errors import BackendError, ModelNotFound
 
 DEFAULT_CONTEXT_CAP = 8192
@@ -24,9 +25,11 @@ class LoadSettings:
 
 
 def model_identity(model_path: Path) -> str:
-    """What a cached artifact of this model depends on: the file as it is, and the llama.cpp build."""
+    """What a cached artifact of this model depends on: the file as it is, and the llama.cpp build
+    with the CPU code it runs (a KV cache is the arithmetic of one build)."""
     status = model_path.stat()
-    return f"{model_path.resolve()}|{status.st_size}|{status.st_mtime_ns}|{llama_cpp.__version__}"
+    cpu_code = ensure_cpu_backend() or "built-in"
+    return f"{model_path.resolve()}|{status.st_size}|{status.st_mtime_ns}|{llama_cpp.__version__}|{cpu_code}"
 
 
 def trained_context(path: Path) -> int | None:
@@ -53,7 +56,7 @@ def load_llama(path: Path, settings: LoadSettings | None = None) -> llama_cpp.Ll
     if not path.is_file():
         raise ModelNotFound(f"model file not found: {path}")
     _check_gguf(path)
-    quiet_llama_logs()
+    ensure_cpu_backend()
     n_ctx = settings.n_ctx or min(trained_context(path) or DEFAULT_CONTEXT_CAP, DEFAULT_CONTEXT_CAP)
     threads = settings.n_threads or max(1, os.cpu_count() or 1)
     clear_log_lines()

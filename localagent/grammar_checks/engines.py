@@ -18,6 +18,7 @@ import regex
 from lark import Lark
 from lark.exceptions import LarkError
 
+from localagent.backends.cpu_backend import ensure_cpu_backend
 from localagent.backends.llama_logs import captured_llama_output
 from localagent.backends.vocabulary import build_tokenizer
 from localagent.models.registry import EMBEDDED_MODEL, resolve_model
@@ -104,6 +105,7 @@ def llama_vocab() -> Any:
 def _vocab_model() -> Any:
     path = resolve_model(EMBEDDED_MODEL).path
     llama_cpp.llama_backend_init()
+    ensure_cpu_backend()
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = True
     with captured_llama_output():
