@@ -55,11 +55,13 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 
 
 def serving_with_llama_cpp(model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """llama-cpp-python's own server on `model`, as its users start it for tool calls."""
+    """llama-cpp-python's own server on `model`, as its users start it for tool calls (with llama.cpp's
+    CPU variant loaded first, which the server does not do in a build that carries variants)."""
     port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+        sys.executable, "-m", "localagent.backends.cpu_backend",
+        "llama_cpp.server", "--model", str(model),
         "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", "4096",
     ]  # fmt: skip

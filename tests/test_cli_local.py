@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from localagent.backends.cpu_backend import ensure_cpu_backend
 from localagent.models.registry import DEFAULT_MODEL
 
 pytestmark = pytest.mark.slow
@@ -67,6 +68,7 @@ def test_bench_prints_every_figure_the_issue_names_as_json() -> None:
     )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
+    assert figures["cpu_code"] == (ensure_cpu_backend() or "built-in")
     assert set(figures["paths"]) == {"unconstrained", "stock_gbnf", "llguidance", "llguidance_no_drafts"}
     for path in figures["paths"].values():
         assert (

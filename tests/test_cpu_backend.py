@@ -65,3 +65,18 @@ def test_a_build_without_its_variants_says_what_is_missing(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     assert "llama.cpp has no CPU code for this machine" in result.stdout
     assert str(tmp_path) in result.stdout
+
+
+def test_a_module_runs_with_its_arguments_after_the_cpu_code_is_loaded() -> None:
+    command = [sys.executable, "-m", "localagent.backends.cpu_backend", "calendar", "2026", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "February 2026" in result.stdout
+
+
+def test_no_module_named_is_one_usage_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "localagent.backends.cpu_backend"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == "usage: python -m localagent.backends.cpu_backend MODULE [ARGS...]"

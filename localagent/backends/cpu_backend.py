@@ -4,11 +4,16 @@ Built with `GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON` (README's install), lla
 code of its own: each `libggml-cpu-VARIANT.so` is compiled for one generation of x86-64, and the one
 this CPU runs fastest is loaded before the first model. A build with the CPU code built in (llama.cpp's
 default) has its backend registered already, and nothing is loaded.
+
+llama-cpp-python's own programs load no variant; `python -m localagent.backends.cpu_backend MODULE
+ARGS...` runs one with the variant loaded first (`... llama_cpp.server --model m.gguf`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import runpy
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -77,3 +82,19 @@ def ensure_cpu_backend() -> str | None:
     if not library.ggml_backend_load(str(best).encode()):
         raise BackendError(f"llama.cpp could not load its CPU code from {best}")
     return variant_name(best)
+
+
+def run_module_with_cpu_code(argv: list[str]) -> None:
+    """Run `python -m MODULE ARGS...` in this process, after loading the CPU variant."""
+    if not argv:
+        sys.exit("usage: python -m localagent.backends.cpu_backend MODULE [ARGS...]")
+    try:
+        ensure_cpu_backend()
+    except BackendError as error:
+        sys.exit(f"error: {error}")
+    sys.argv = argv
+    runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    run_module_with_cpu_code(sys.argv[1:])

@@ -37,7 +37,7 @@ def bench(model: str, runs: int, max_tokens: int, as_json: bool) -> None:
 def render_table(figures: dict) -> str:
     lines = [
         f"model {figures['model']}: {figures['prompts']} prompts x {figures['runs']} runs, "
-        f"up to {figures['max_tokens']} tokens each",
+        f"up to {figures['max_tokens']} tokens each; llama.cpp's CPU code: {figures['cpu_code']}",
         "",
     ]
     lines.append(

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from localagent.backends.cpu_backend import ensure_cpu_backend
 from localagent.backends.decoding import Generation
 from localagent.backends.guidance import Guidance
 from localagent.backends.llama_runtime import LoadSettings
@@ -155,6 +156,7 @@ def run_benchmark(
     cold_without_cache = cold_start_seconds(model, disk_cache=False)
     return {
         "model": model.display_name,
+        "cpu_code": ensure_cpu_backend() or "built-in",
         "prompts": len(PROMPTS),
         "runs": runs,
         "max_tokens": max_tokens,
