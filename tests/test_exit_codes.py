@@ -60,8 +60,11 @@ def test_serve_stopped_with_ctrl_c_says_so_and_exits_0() -> None:
         if f":{port}/v1" in line or not line:
             break
     process.send_signal(signal.SIGINT)
-    rest = process.stderr.read()
-    assert process.wait(timeout=30) == 0, (lines, rest)
+    try:
+        _, rest = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, (lines, rest)
     assert rest.strip().endswith("localagent serve: stopped"), rest
     assert "aborted" not in rest and "Traceback" not in rest
 

@@ -6,7 +6,7 @@ import contextlib
 import functools
 import hmac
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -36,7 +36,14 @@ R = TypeVar("R", bound=SamplingRequest)
 MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
-def build_app(engine: Engine, defaults: Generation, api_key: str | None = None) -> Starlette:
+def build_app(
+    engine: Engine,
+    defaults: Generation,
+    api_key: str | None = None,
+    on_ready: Callable[[], None] = lambda: None,
+) -> Starlette:
+    """The HTTP API over `engine`; `on_ready` runs once the server has taken Ctrl-C and SIGTERM."""
+
     async def chat_completions(request: Request) -> Response:
         chat = await _read(request, ChatRequest, engine)
         options = generation_for(chat, chat.token_limit, defaults, engine.generator.session.n_ctx)
@@ -71,6 +78,7 @@ def build_app(engine: Engine, defaults: Generation, api_key: str | None = None) 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        on_ready()
         yield
         engine.close()
 

@@ -61,14 +61,16 @@ def start(
     progress.stage(f"loading {settings.model}")
     engine = open_engine(settings, progress, say)
     progress.done()
-    app = build_app(engine, request_defaults(settings, engine), api_key)
     reply_format = engine.reply_format
+    ready = (
+        f"{engine.model.id} ({reply_format.name} format, at most {engine.max_actions} tool call"
+        f"{'s' if engine.max_actions > 1 else ''} per reply) at {base_url(sock)}"
+    )
+    # The ready line is said once uvicorn has taken Ctrl-C (its lifespan starts inside its signal
+    # handlers). Said before `run`, a Ctrl-C sent the moment it was read once left the server running.
+    app = build_app(engine, request_defaults(settings, engine), api_key, on_ready=lambda: say(ready))
     # Ctrl-C from here on is the way to stop the server, even before uvicorn has taken the signal.
     with contextlib.suppress(KeyboardInterrupt):
-        say(
-            f"{engine.model.id} ({reply_format.name} format, at most {engine.max_actions} tool call"
-            f"{'s' if engine.max_actions > 1 else ''} per reply) at {base_url(sock)}"
-        )
         run(app, sock)
 
 
