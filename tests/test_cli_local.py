@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from localagent.backends.cpu_backend import ensure_cpu_backend
+from localagent.backends.cpu_backend import cpu_code_name
 from localagent.models.registry import DEFAULT_MODEL
 
 pytestmark = pytest.mark.slow
@@ -68,7 +68,7 @@ def test_bench_prints_every_figure_the_issue_names_as_json() -> None:
     )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
-    assert figures["cpu_code"] == (ensure_cpu_backend() or "built-in")
+    assert figures["cpu_code"] == cpu_code_name()
     assert set(figures["paths"]) == {"unconstrained", "stock_gbnf", "llguidance", "llguidance_no_drafts"}
     for path in figures["paths"].values():
         assert (

@@ -84,6 +84,11 @@ def ensure_cpu_backend() -> str | None:
     return variant_name(best)
 
 
+def cpu_code_name() -> str:
+    """The variant this process runs, or `built-in` for a build with its CPU code inside."""
+    return ensure_cpu_backend() or "built-in"
+
+
 def run_module_with_cpu_code(argv: list[str]) -> None:
     """Run `python -m MODULE ARGS...` in this process, after loading the CPU variant."""
     if not argv:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import llama_cpp
 
-from localagent.backends.cpu_backend import ensure_cpu_backend
+from localagent.backends.cpu_backend import cpu_code_name, ensure_cpu_backend
 from localagent.backends.gguf_header import GGUFHeaderError, context_length
 from localagent.backends.llama_logs import clear_log_lines, recent_log_lines
 from localagent.errors import BackendError, ModelNotFound
@@ -28,7 +28,7 @@ def model_identity(model_path: Path) -> str:
     """What a cached artifact of this model depends on: the file as it is, and the llama.cpp build
     with the CPU code it runs (a KV cache is the arithmetic of one build)."""
     status = model_path.stat()
-    cpu_code = ensure_cpu_backend() or "built-in"
+    cpu_code = cpu_code_name()
     return f"{model_path.resolve()}|{status.st_size}|{status.st_mtime_ns}|{llama_cpp.__version__}|{cpu_code}"
 
 

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from localagent.backends.cpu_backend import ensure_cpu_backend
+from localagent.backends.cpu_backend import cpu_code_name
 from localagent.backends.decoding import Generation
 from localagent.backends.guidance import Guidance
 from localagent.backends.llama_runtime import LoadSettings
@@ -156,7 +156,7 @@ def run_benchmark(
     cold_without_cache = cold_start_seconds(model, disk_cache=False)
     return {
         "model": model.display_name,
-        "cpu_code": ensure_cpu_backend() or "built-in",
+        "cpu_code": cpu_code_name(),
         "prompts": len(PROMPTS),
         "runs": runs,
         "max_tokens": max_tokens,
