@@ -24,6 +24,8 @@ from localagent.core.cancel import CancelToken
 from localagent.core.closing import ClosesOnExit
 from localagent.core.events import Event, EventSink, ignore_event
 from localagent.core.messages import Message, SystemMessage, UserMessage
+from localagent.evidence.gathering import gather_evidence
+from localagent.evidence.index import WorkspaceIndex
 from localagent.loop.run_stream import RunStream
 from localagent.loop.runner import Runner, RunnerSettings, RunResult
 from localagent.loop.tool_execution import Approver, approve_all, deny_all
@@ -34,6 +36,7 @@ from localagent.tools.base import Tool
 from localagent.tools.files import workspace_listing
 from localagent.tools.loading import ToolsArgument, builtin_names, select_tools
 from localagent.tools.spec import dialect_note
+from localagent.tools.tables import tables_listing
 from localagent.tools.workspace import Workspace
 from localagent.turn import prompts
 from localagent.turn.model_turn import ModelTurn
@@ -46,19 +49,36 @@ _log = logging.getLogger("localagent")
 
 
 def opening_messages(
-    task: str, workspace: Path, listing: bool = True, hidden: Collection[Path] = ()
+    task: str,
+    workspace: Path,
+    listing: bool = True,
+    hidden: Collection[Path] = (),
+    index: WorkspaceIndex | None = None,
+    tables: bool = False,
 ) -> list[Message]:
-    """A run's first messages: the instructions, then the task after a view of the workspace.
+    """A run's first messages: the instructions, then the task after a view of the workspace and the
+    evidence the workspace's `index` holds for it.
 
     The instructions are the same for every run, so a local model's KV snapshot of them (with the
     tools) is reused across runs; what depends on the workspace comes after them. `hidden` files
     (the run's own transcript) are left out of the view.
     """
-    files = workspace_listing(Workspace(workspace), hidden=hidden) if listing else None
+    folder = Workspace(workspace)
+    files = workspace_listing(folder, hidden=hidden) if listing else None
+    if files and tables:
+        files = prompts.with_tables(files, tables_listing(folder))
     return [
         SystemMessage(content=prompts.SYSTEM_PROMPT),
-        UserMessage(content=prompts.first_task(task, files)),
+        UserMessage(content=prompts.first_task(task, files, _evidence(index, task))),
     ]
+
+
+def _evidence(index: WorkspaceIndex | None, task: str) -> str:
+    if index is None:
+        return ""
+    index.refresh()
+    found = gather_evidence(index, task)
+    return prompts.evidence_block(found.passages, found.absent)
 
 
 def _present(path: Path | None) -> list[Path]:
@@ -164,6 +184,7 @@ class Agent(ClosesOnExit):
         self._transcript: Transcript | None = None
         self._transcript_failure: str | None = None
         self._run_lock = threading.Lock()
+        self._workspace_index: WorkspaceIndex | None = None
 
     @property
     def settings(self) -> Settings:
@@ -248,6 +269,9 @@ class Agent(ClosesOnExit):
             self._transcript.close()
             self._transcript_failure = self._transcript.failure
         self._transcript = None
+        if self._workspace_index is not None:
+            self._workspace_index.close()
+            self._workspace_index = None
         if self._owner:
             self._shared.close()
             self._tools = None
@@ -257,10 +281,17 @@ class Agent(ClosesOnExit):
     ) -> RunResult:
         with self._run_lock:  # one run at a time: they would share the transcript and a local model
             turn = self.load()
+            index = self._index()
             messages = (
-                opening_messages(task, self.workspace.root, hidden=_present(self.transcript_path))
+                opening_messages(
+                    task,
+                    self.workspace.root,
+                    hidden=_present(self.transcript_path),
+                    index=index,
+                    tables=any(tool.name == "query_tables" for tool in self.tools),
+                )
                 if history is None
-                else [*history, UserMessage(content=task)]
+                else [*history, UserMessage(content=prompts.with_evidence(task, _evidence(index, task)))]
             )
             runner = Runner(
                 turn,
@@ -271,6 +302,12 @@ class Agent(ClosesOnExit):
                 transcript=self._transcript,
             )
             return runner.run(messages, cancel)
+
+    def _index(self) -> WorkspaceIndex:
+        """The index of the workspace's text, opened on the first run and brought up to date at each."""
+        if self._workspace_index is None:
+            self._workspace_index = WorkspaceIndex(self.workspace, on_disk=self.settings.disk_cache)
+        return self._workspace_index
 
     def _open_transcript(self, turn: ModelTurn) -> None:
         target = self._transcript_target

@@ -228,7 +228,10 @@ def run_task(
                 transcript=record,
                 on_event=events.append,
             )
-            result = _run_opening(task_agent, task.question, root, opening, cancel)
+            try:
+                result = _run_opening(task_agent, task.question, root, opening, cancel)
+            finally:
+                task_agent.close()
             status, answer, steps, error = result.status, result.answer, result.steps, result.error
             messages = result.messages
             prompt_tokens, completion_tokens = result.usage.prompt_tokens, result.usage.completion_tokens

@@ -197,7 +197,11 @@ class Runner:
         started = time.monotonic()
         try:
             result = self.turn(
-                state.messages, [tool.turn_spec() for tool in self.tools.values()], choice, cancel, self._emit
+                state.messages,
+                [tool.turn_spec(prompts.question_of(state.task)) for tool in self.tools.values()],
+                choice,
+                cancel,
+                self._emit,
             )
         except RecoverableTurnError as error:
             state.format_errors += 1

@@ -336,6 +336,8 @@ class _Converter:
     # -- strings
 
     def visit_string(self, schema: dict[str, Any], name: str, where: str) -> str:
+        if "x-lark" in schema:
+            return self.custom_string(schema["x-lark"], name, where)
         low = count(schema, "minLength", 0, where)
         high = count(schema, "maxLength", None, where)
         if high is not None and high < low:
@@ -354,6 +356,20 @@ class _Converter:
             if low == 0:
                 return "JSON_STRING"
         return self.terminal(name, f'"\\"" {repeat("JSON_CHAR", low, high)} "\\""')
+
+    def custom_string(self, grammar: Any, name: str, where: str) -> str:
+        """A string whose text is the `start` terminal of the Lark terminals given: each is renamed
+        into this grammar's names, and the quoted string is one terminal made of them."""
+        terminals = grammar.get("terminals") if isinstance(grammar, dict) else None
+        start = grammar.get("start") if isinstance(grammar, dict) else None
+        if not isinstance(terminals, dict) or start not in terminals:
+            raise SchemaGrammarError(
+                f"{where}: `x-lark` must be {{'start': NAME, 'terminals': {{NAME: body}}}}"
+            )
+        names = {terminal: self.fresh(f"{name}_{terminal}").upper() for terminal in terminals}
+        for terminal, body in terminals.items():
+            self.define_rule(names[terminal], _renamed(str(body), names))
+        return self.terminal(name, f'"\\"" {names[start]} "\\""')
 
     def string_shape(self, pattern: Any, fmt: Any, where: str) -> str | None:
         """A regex for the quoted string, or None when the pattern or format is not supported."""
@@ -495,3 +511,11 @@ def _exclusive_types(options: list[Any]) -> bool:
     if not all(isinstance(k, str) for k in kinds) or len(set(kinds)) != len(kinds):
         return False
     return not {"integer", "number"} <= set(kinds)
+
+
+_LARK_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|/(?:[^/\\]|\\.)*/[imslux]*|\b[A-Za-z_][A-Za-z0-9_]*\b')
+
+
+def _renamed(body: str, names: dict[str, str]) -> str:
+    """A Lark body with the names in `names` replaced; its literals and regexes left as they are."""
+    return _LARK_TOKEN.sub(lambda token: names.get(token.group(0), token.group(0)), body)

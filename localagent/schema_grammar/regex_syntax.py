@@ -371,6 +371,8 @@ def json_safe(node: Node) -> Node:
     `json_escape_char` writes it; every other character stays raw.
     """
     if isinstance(node, CharSet):
+        if node.single is not None and node.single not in _JSON_ESCAPES and ord(node.single) >= 0x20:
+            return node  # most of a long pattern: a plain character, written as it is
         raw = node.intersect(JSON_RAW)
         escaped = [
             json_escape_char(chr(point))

@@ -29,9 +29,10 @@ class Tool:
     validate: Callable[[dict[str, Any]], Any]
     invoke: Callable[[Any, CancelToken], Any]
     changes_files: bool = False
-    # The schema the grammar should use for the next turn, when it is narrower than the spec's:
-    # read_file's path limited to the files that exist now, say. None: the spec's own.
-    narrow: Callable[[], dict[str, Any] | None] | None = None
+    # The schema the grammar should use for the next turn, given the question the run answers, when
+    # it is narrower than the spec's: read_file's path limited to the files that exist now, a query
+    # to the tables' own columns. None: the spec's own.
+    narrow: Callable[[str], dict[str, Any] | None] | None = None
     # What to add when the model makes the same call again, given its arguments and earlier result:
     # more than it saw the first time, since seeing the same again rarely changes its next step.
     on_repeat: Callable[[dict[str, Any], str], str | None] | None = None
@@ -43,9 +44,9 @@ class Tool:
     def name(self) -> str:
         return self.spec.name
 
-    def turn_spec(self) -> ToolSpec:
+    def turn_spec(self, question: str = "") -> ToolSpec:
         """The spec for the next turn, with the narrower grammar schema when there is one."""
-        narrowed = self.narrow() if self.narrow is not None else None
+        narrowed = self.narrow(question) if self.narrow is not None else None
         return (
             self.spec if narrowed is None else self.spec.model_copy(update={"grammar_parameters": narrowed})
         )

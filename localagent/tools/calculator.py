@@ -11,8 +11,6 @@ from typing import Annotated
 from pydantic import Field
 
 from localagent.tools.base import Tool, ToolError
-from localagent.tools.table_columns import with_column_values
-from localagent.tools.workspace import Workspace
 
 Number = int | float
 
@@ -87,31 +85,19 @@ def calculator(expression: Expression) -> str:
     return format_number(evaluate(expression))
 
 
-def calculator_tool(code_tool: str | None = None, workspace: Workspace | None = None) -> Tool:
-    """The calculator; given `code_tool`, code written into it gets one line naming that tool instead.
-    Given `workspace`, a table file's column named in an expression (`sum(gauges/may.csv['mm'])`)
-    stands for that column's numbers."""
-    if code_tool is None and workspace is None:
-        return Tool.from_function(calculator)
-
-    def calculate(expression: Expression) -> str:
-        if workspace is None:
-            return calculator(expression)
-        _check_length(expression)
-        arithmetic, columns = with_column_values(expression, workspace)
-        value = format_number(evaluate(arithmetic, written=expression))
-        return f"{value} (from the {' and the '.join(columns)})" if columns else value
-
+def calculator_tool(code_tool: str | None = None) -> Tool:
+    """The calculator; given `code_tool`, code written into it (a file's column, a loop) gets one
+    line naming that tool, which computes over the files, instead of the calculator's own error."""
     if code_tool is None:
-        return Tool.from_function(calculate, name="calculator", description=calculator.__doc__)
+        return Tool.from_function(calculator)
 
     def arithmetic_only(expression: Expression) -> str:
         try:
-            return calculate(expression)
+            return calculator(expression)
         except NotArithmetic:
             raise ToolError(
                 "The calculator takes arithmetic on numbers only, like '(2 + 3) * 4'. "
-                f"To compute over the values in a file, write Python for {code_tool}."
+                f"To compute over the values in a file, use {code_tool}."
             ) from None
 
     return Tool.from_function(arithmetic_only, name="calculator", description=calculator.__doc__)

@@ -61,8 +61,21 @@ def _json_records(path: str, text: str) -> tuple[list[str], list[list[str]]]:
         data = lists[0] if len(lists) == 1 else None
     if not _is_records(data):
         raise ToolError(f"{path} does not hold a list of records.")
-    keys = list(dict.fromkeys(key for record in data for key in record))
-    return _column_names(keys), [[_json_cell(record.get(key)) for key in keys] for record in data]
+    records = [_flattened(record) for record in data]
+    keys = list(dict.fromkeys(key for record in records for key in record))
+    return _column_names(keys), [[_json_cell(record.get(key)) for key in keys] for record in records]
+
+
+def _flattened(record: dict[str, object]) -> dict[str, object]:
+    """A record whose nested objects' fields are fields of its own: {"contact": {"email": …}} has
+    the field contact_email."""
+    flat: dict[str, object] = {}
+    for key, value in record.items():
+        if isinstance(value, dict) and value:
+            flat.update({f"{key}_{inner}": item for inner, item in _flattened(value).items()})
+        else:
+            flat[key] = value
+    return flat
 
 
 def _is_records(value: object) -> bool:

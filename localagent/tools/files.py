@@ -123,8 +123,10 @@ class FileTools:
             for tool in tools
         ]
 
-    def _narrower(self, schema: dict[str, Any], choices: Callable[[], list[str] | None]) -> Callable[[], Any]:
-        def narrow() -> dict[str, Any] | None:
+    def _narrower(
+        self, schema: dict[str, Any], choices: Callable[[], list[str] | None]
+    ) -> Callable[[str], Any]:
+        def narrow(question: str) -> dict[str, Any] | None:
             found = choices()
             return _with_path_choices(schema, found) if found else None
 
@@ -331,8 +333,6 @@ class FileTools:
                     self._search_file(handle, self.workspace.relative(file), matches, found)
             except OSError:
                 continue  # unreadable files are skipped like binary ones
-            if found.more:
-                break
         return found
 
     @staticmethod
@@ -352,9 +352,10 @@ class FileTools:
                     below.append((number, text.strip()))  # shown under its heading, even when it matches
                 continue
             if matches(text):
-                if len(found.results) == SEARCH_MATCH_LIMIT:
-                    found.more = True
-                    break
+                found.matched += 1
+                if len(found.results) >= SEARCH_MATCH_LIMIT:
+                    found.more = True  # counted on, not shown
+                    continue
                 found.results.append(FoundLine(path, number, text.strip(), None if heading else section))
                 if heading and found.sections_left:
                     found.sections_left -= 1

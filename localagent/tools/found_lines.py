@@ -38,6 +38,7 @@ class Search:
     skipped_large: int = 0
     more: bool = False
     sections_left: int = 0  # headings still to be shown with their sections when they match
+    matched: int = 0  # every matching line, shown or not: a count the model need not make itself
 
     @property
     def skipped(self) -> str:
@@ -49,10 +50,14 @@ class Search:
         return list(dict.fromkeys(line.path for line in self.results))
 
     def report(self, heading: str) -> str:
-        lines = [f"{heading}{self.skipped}:", *(line.shown() for line in self.results)]
+        files = len(self.paths())
+        count = f"{self.matched} matching line{'s' * (self.matched != 1)}" + (
+            f" in {files} files" if files > 1 else ""
+        )
+        lines = [f"{heading}{self.skipped} ({count}):", *(line.shown() for line in self.results)]
         if self.more:
             lines.append(
-                f"[Stopped after {SEARCH_MATCH_LIMIT} matches; there are more. "
-                "Use a more specific pattern or a smaller path.]"
+                f"[Shown: the first {SEARCH_MATCH_LIMIT} of the {self.matched} matching lines. "
+                "Use a more specific pattern or a smaller path to see others.]"
             )
         return "\n".join(lines)

@@ -60,7 +60,7 @@ class ToolLoadError(LocalagentError):
 def builtin_tools(workspace: Workspace) -> dict[str, Tool]:
     tools = [
         *FileTools(workspace).tools(),
-        calculator_tool(workspace=workspace),
+        calculator_tool(),
         TableQuery(workspace).tool(),
         PythonRunner(workspace).tool(),
     ]
@@ -76,7 +76,7 @@ def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
     default set."""
     builtins = builtin_tools(workspace)
     if spec is None:
-        return _calculator_naming_code([builtins[name] for name in DEFAULT_TOOLS], builtins, workspace)
+        return _calculator_naming_code(_default_tools(builtins, workspace), builtins, workspace)
     # Empty items are ignored, so "a,,b" and a trailing comma work.
     if not isinstance(spec, str) and len(spec) == 0:
         return []
@@ -93,7 +93,7 @@ def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
         return []
     selected: dict[str, Tool] = {}
     for item in items:
-        for tool in _tools_for(item, builtins):
+        for tool in _tools_for(item, builtins, workspace):
             if tool.name in selected and selected[tool.name] is not tool:
                 raise ToolLoadError(f"two tools are named {tool.name!r}; tool names must be unique")
             selected[tool.name] = tool
@@ -101,19 +101,28 @@ def select_tools(spec: ToolsArgument, workspace: Workspace) -> list[Tool]:
 
 
 def _calculator_naming_code(tools: list[Tool], builtins: dict[str, Tool], workspace: Workspace) -> list[Tool]:
-    """With run_python offered too, code written into the built-in calculator gets a line naming it."""
-    if not any(tool is builtins["run_python"] for tool in tools):
+    """With run_python or query_tables offered too, code written into the built-in calculator gets a
+    line naming the one that computes over files."""
+    offered = {tool.name for tool in tools if builtins.get(tool.name) is tool}
+    code_tool = next((name for name in ("run_python", "query_tables") if name in offered), None)
+    if code_tool is None or "calculator" not in offered:
         return tools
-    calculator = calculator_tool(code_tool="run_python", workspace=workspace)
+    calculator = calculator_tool(code_tool=code_tool)
     return [calculator if tool is builtins["calculator"] else tool for tool in tools]
 
 
-def _tools_for(item: ToolItem, builtins: dict[str, Tool]) -> list[Tool]:
+def _default_tools(builtins: dict[str, Tool], workspace: Workspace) -> list[Tool]:
+    """The default tools, and query_tables when the workspace has tables to query."""
+    names = DEFAULT_TOOLS + (("query_tables",) if TableQuery(workspace).has_tables() else ())
+    return [builtins[name] for name in names]
+
+
+def _tools_for(item: ToolItem, builtins: dict[str, Tool], workspace: Workspace) -> list[Tool]:
     if not isinstance(item, str):
         name = getattr(item, "__name__", None) or repr(item)
         return [_as_tool(item, name, name)]
     if item == "default":
-        return [builtins[name] for name in DEFAULT_TOOLS]
+        return _default_tools(builtins, workspace)
     if item == "edit":
         return [builtin for name, builtin in builtins.items() if name in EDIT_TOOLS]
     if item == "all":

@@ -1,216 +1,124 @@
-"""query_tables: SQL (SQLite) over the workspace's data files (CSV, and JSON lists of records).
+"""query_tables: SQL (SQLite) over the workspace's tables, written under a grammar of their own names.
 
-A coder model writes `SELECT AVG(price) FROM wares WHERE category = 'kitchen'` more reliably than
-it picks the right rows out of a file it has read and adds them up itself.
+A coder model writes `SELECT AVG(price) FROM wares WHERE category = 'kitchen'` more reliably than it
+picks the right rows out of a file it has read and adds them up itself; the grammar built from the
+tables (`sql_grammar`) keeps it to the tables, columns and values that are there.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from localagent.core.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.calculator import format_number
-from localagent.tools.data_records import read_records
-from localagent.tools.files import workspace_paths
+from localagent.tools.sql_focus import question_focus
+from localagent.tools.sql_grammar import sql_schema
+from localagent.tools.table_catalog import DataTable, workspace_tables
 from localagent.tools.workspace import Workspace
 
-DATA_FILE_LIMIT = 100  # data files a workspace may offer as tables
-WALK_FILE_LIMIT = 5000  # files looked at while looking for them, so a home folder is not walked whole
-TABLES_DESCRIBED = 20  # tables an SQL error lists, with their columns
+TABLES_LISTED = 12  # tables the workspace's listing names, with their columns
+VALUES_LISTED = 5  # values of a column with few, in that listing
 ROWS_SHOWN = 50
 CELL_CHARS = 200
 QUERY_SECONDS = 5.0  # a query that runs longer (a huge cross join, say) is stopped
 _PROGRESS_EVERY = 10_000  # SQLite virtual-machine steps between checks of the clock and Ctrl-C
-_SUFFIXES = (".csv", ".json")
-_PLAIN_NAME = re.compile(r"[A-Za-z_]\w*")  # a table name SQL takes without quotes
+_DESCRIPTION = "One SQLite SELECT over the tables listed with the files, as in SELECT SUM(amount) FROM orders"
 
-Sql = Annotated[
-    str,
-    Field(
-        pattern=r"^\s*(SELECT|Select|select|WITH|With|with)\s",
-        description='One SQLite SELECT statement. A table is named by its path, as in FROM "data/items.csv", '
-        "or by its name alone, as in FROM items",
-    ),
-]
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table a query may name: one data file, or a folder of CSV files with the same columns."""
-
-    name: str  # the file's or folder's path
-    files: tuple[str, ...]
-    header: tuple[str, ...]
-
-    @property
-    def is_folder(self) -> bool:
-        return self.files != (self.name,)
-
-    def names(self) -> list[str]:
-        """Its path, and its file name without the extension when that is a plain SQL name
-        (wares.csv: wares; orders/: orders)."""
-        stem = Path(self.name).name if self.is_folder else Path(self.name).stem
-        return [self.name, stem] if stem != self.name and _PLAIN_NAME.fullmatch(stem) else [self.name]
-
-    def described(self) -> str:
-        what = f"; the {len(self.files)} files of {self.name}/ in one" if self.is_folder else ""
-        return f"{_quoted(self.name)} ({', '.join(self.header)}{what})"
-
-
-def data_tables(workspace: Workspace) -> list[Table]:
-    """The tables of the workspace: each CSV file, each JSON file that holds a list of records, and
-    each folder of two or more CSV files with the same columns (with a first column `file`)."""
-    tables: list[Table] = []
-    for path in _data_files(workspace):
-        try:
-            header, _ = read_records(workspace, path, header_only=True)
-        except ToolError:
-            continue
-        tables.append(Table(path, (path,), tuple(header)))
-    by_folder: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for table in tables:
-        folder = str(Path(table.name).parent)
-        if table.name.lower().endswith(".csv") and folder != ".":
-            by_folder.setdefault((folder, table.header), []).append(table.name)
-    folders = [
-        Table(folder, tuple(files), ("file", *header))
-        for (folder, header), files in by_folder.items()
-        if len(files) > 1 and "file" not in header
-    ]
-    return folders + tables
-
-
-def _data_files(workspace: Workspace) -> list[str]:
-    _, files = workspace_paths(workspace, WALK_FILE_LIMIT)
-    return sorted([path for path in files if path.lower().endswith(_SUFFIXES)][:DATA_FILE_LIMIT])
+Sql = Annotated[str, Field(description=_DESCRIPTION)]
 
 
 class TableQuery:
-    """The query_tables tool of one workspace; the files are read again for every query, so edits show."""
+    """The query_tables tool of one workspace; the files are read again when they change."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
     def tool(self) -> Tool:
-        return Tool.from_function(self.query_tables)
+        tool = Tool.from_function(self.query_tables)
+        return Tool(tool.spec, tool.validate, tool.invoke, narrow=self._grammar_schema)
+
+    def has_tables(self) -> bool:
+        return bool(workspace_tables(self.workspace))
 
     def query_tables(self, sql: Sql, cancel: CancelToken) -> str:
-        """Run an SQL query (SQLite) on the data files: filter, count, sum, average or join rows. Each CSV
-        file is a table, as is each JSON file that holds a list of records, and each folder of CSV files
-        with the same columns (its column file tells which file a row is from)."""
-        tables = data_tables(self.workspace)
+        """Count, sum, average or find the largest of the rows of a table, or filter them, with one SQL
+        query. The workspace's tables are listed with its files: CSV, TSV and JSON files, Markdown
+        tables and task lists (a row per item, done 1 or 0)."""
+        tables = workspace_tables(self.workspace)
         if not tables:
             raise ToolError(
-                "There are no CSV files, and no JSON files with a list of records, in the workspace, so "
-                "there are no tables to query."
+                "The workspace has no tables (no CSV, TSV or JSON records, Markdown tables or task lists). "
+                "Read or search the files instead."
             )
-        query = _quote_paths(sql.strip().rstrip(";"), [table.name for table in tables])
         connection = sqlite3.connect(":memory:")
         try:
-            self._load(connection, [table for table in tables if _mentions(query, table)])
+            _load(connection, tables)
             connection.execute("PRAGMA query_only = ON")
             deadline = time.monotonic() + QUERY_SECONDS
             connection.set_progress_handler(
                 lambda: int(cancel.cancelled or time.monotonic() > deadline), _PROGRESS_EVERY
             )
             try:
-                cursor = connection.execute(query)
+                cursor = connection.execute(sql.strip().rstrip(";"))
                 rows = cursor.fetchmany(ROWS_SHOWN + 1)
             except sqlite3.Error as error:
                 if str(error) == "interrupted":
                     cancel.raise_if_cancelled()
                     raise ToolError(f"The query ran over {QUERY_SECONDS:g} s and was stopped.") from None
-                problem = str(error).rstrip(".")
-                described = "; ".join(table.described() for table in tables[:TABLES_DESCRIBED])
-                other_files = ""
-                if problem.startswith("no such table"):
-                    other_files = " Other files are no tables: read them with read_file."
                 raise ToolError(
-                    f"SQL error: {problem}. Tables and their columns: {described}.{other_files}"
+                    f"SQL error: {str(error).rstrip('.')}. Tables: {_described(tables)}."
                 ) from None
             columns = [column[0] for column in cursor.description or []]
         finally:
             connection.close()
         return _shown(columns, rows)
 
-    def _load(self, connection: sqlite3.Connection, tables: Iterable[Table]) -> None:
-        taken: set[str] = set()
-        for table in tables:
-            rows: list[list[str]] = []
-            for path in table.files:
-                _, records = read_records(self.workspace, path)
-                rows.extend([path, *record] if table.is_folder else record for record in records)
-            width = len(table.header)
-            kinds = [_column_kind(row[index] for row in rows) for index in range(width)]
-            columns = ", ".join(
-                f"{_quoted(name)} {kind}" for name, kind in zip(table.header, kinds, strict=True)
-            )
-            connection.execute(f"CREATE TABLE {_quoted(table.name)} ({columns})")
-            connection.executemany(
-                f"INSERT INTO {_quoted(table.name)} VALUES ({', '.join('?' * width)})",
-                ([_value(cell, kind) for cell, kind in zip(row, kinds, strict=True)] for row in rows),
-            )
-            for alias in table.names()[1:]:
-                if alias.lower() not in taken:
-                    taken.add(alias.lower())
-                    connection.execute(f"CREATE VIEW {_quoted(alias)} AS SELECT * FROM {_quoted(table.name)}")
+    def _grammar_schema(self, question: str) -> dict[str, Any] | None:
+        tables = workspace_tables(self.workspace)
+        if not tables:
+            return None
+        sql = sql_schema(tables, _DESCRIPTION, question_focus(question, tables))
+        return {"type": "object", "properties": {"sql": sql}, "required": ["sql"]}
 
 
-def _column_kind(cells: Iterable[str]) -> str:
-    values = [cell for cell in cells if cell != ""]
-    if values and all(re.fullmatch(r"[-+]?\d+", value) for value in values):
-        return "INTEGER"
-    if values and all(_is_float(value) for value in values):
-        return "REAL"
-    return "TEXT"
+def tables_listing(workspace: Workspace) -> str:
+    """The workspace's tables for the model's first view of it, one line each; "" for none."""
+    tables = workspace_tables(workspace)
+    lines = [
+        f"- {table.name} ({table.source}, {len(table.rows)} rows): {_columns(table)}" for table in tables
+    ]
+    if len(lines) > TABLES_LISTED:
+        lines = [*lines[:TABLES_LISTED], f"(and {len(lines) - TABLES_LISTED} more tables)"]
+    return "\n".join(lines)
 
 
-def _is_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return text.lower().strip("+-") not in ("inf", "infinity", "nan")
+def _columns(table: DataTable) -> str:
+    shown = []
+    for column in table.columns:
+        if column.values and len(column.values) <= VALUES_LISTED:
+            shown.append(f"{column.name} ({'/'.join(column.values)})")
+        else:
+            shown.append(column.name)
+    return ", ".join(shown)
 
 
-def _value(cell: str, kind: str) -> int | float | str | None:
-    if cell == "":
-        return None
-    return int(cell) if kind == "INTEGER" else float(cell) if kind == "REAL" else cell
+def _described(tables: Sequence[DataTable]) -> str:
+    listed = [f"{table.name} ({', '.join(column.name for column in table.columns)})" for table in tables]
+    return "; ".join(listed[:TABLES_LISTED])
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _quote_paths(sql: str, paths: list[str]) -> str:
-    """The query with each bare file path quoted: FROM orders/2023-07.csv means the file, where SQLite
-    would read a schema and a table name, or an arithmetic expression."""
-    for path in sorted(paths, key=len, reverse=True):
-        if _PLAIN_NAME.fullmatch(path):
-            continue
-        bare = rf'(?<![\w"\'/.-]){re.escape(path)}(?![\w"\'/.-])'
-        sql = re.sub(bare, _replacement(_quoted(path)), sql)
-    return sql
-
-
-def _replacement(text: str) -> Callable[[re.Match[str]], str]:
-    return lambda _: text
-
-
-def _mentions(sql: str, table: Table) -> bool:
-    return any(
-        re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w/.-])", sql, re.IGNORECASE) for name in table.names()
-    )
+def _load(connection: sqlite3.Connection, tables: Sequence[DataTable]) -> None:
+    for table in tables:
+        columns = ", ".join(f"{column.name} {column.kind}" for column in table.columns)
+        connection.execute(f"CREATE TABLE {table.name} ({columns})")
+        marks = ", ".join("?" * len(table.columns))
+        connection.executemany(f"INSERT INTO {table.name} VALUES ({marks})", table.rows)
 
 
 def _shown(columns: list[str], rows: list[tuple[object, ...]]) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from localagent.core.messages import NamedToolChoice, ToolChoice
+from localagent.evidence.passages import Passage
 from localagent.tools.spec import ToolSpec
 
 # --- the system prompt ---
@@ -20,21 +21,37 @@ from localagent.tools.spec import ToolSpec
 SYSTEM_PROMPT = (
     "You are a careful assistant working in a folder of files. "
     "You call the tools yourself, one call at a time, and read their results; the user cannot. "
-    "Look at the files before you answer questions about them: read the file that holds the answer, "
-    "or, when you do not know which one it is, search all files for a word from the question. "
+    "A question comes with the lines of the files that share most words with it. When those lines hold "
+    "the answer, answer from them at once; when they do not, read the file that holds the answer, or "
+    "search all files for a word from the question. When a note says that no file mentions what a "
+    "question about the files asks for, the files do not hold the answer: say so, and never give a "
+    "value that belongs to something else. Questions of general knowledge you answer yourself. "
     "When you are asked to change a file, change it with a tool before you answer. "
     "When you know the answer, give it in one or two sentences."
 )
 
 
 _LISTING_HEADING = "Files in the workspace:\n"
+_EVIDENCE_HEADING = "From the files, the lines that share most words with the question:\n"
+_ABSENT_HEADING = "Note: "
 
 
-def first_task(task: str, listing: str | None) -> str:
-    """The user's first task of a run, after a short view of the workspace when there is one."""
+def first_task(task: str, listing: str | None, evidence: str = "") -> str:
+    """The user's first task of a run, after a short view of the workspace when there is one, and the
+    evidence for it (`evidence_block`) when there is some."""
+    task = with_evidence(task, evidence)
     if not listing:
         return task
     return f"{_LISTING_HEADING}{listing}\n\n{task}"
+
+
+def with_tables(listing: str, tables: str) -> str:
+    """The workspace's listing with its tables for query_tables after it, when it has some."""
+    return f"{listing}\nTables for query_tables:\n{tables}" if tables else listing
+
+
+def with_evidence(task: str, evidence: str) -> str:
+    return f"{evidence}\n\nQuestion: {task}" if evidence else task
 
 
 def listing_block(user_message: str) -> str:
@@ -45,8 +62,36 @@ def listing_block(user_message: str) -> str:
 
 
 def question_of(message: str) -> str:
-    """The task in a user message, without the view of the workspace `first_task` put before it."""
-    return message[len(listing_block(message)) :]
+    """The task in a user message, without the view of the workspace and the evidence put before it."""
+    rest = message[len(listing_block(message)) :]
+    if rest.startswith((_EVIDENCE_HEADING, _ABSENT_HEADING)) and "\n\nQuestion: " in rest:
+        return rest.split("\n\nQuestion: ", 1)[1]
+    return rest
+
+
+def evidence_block(passages: Sequence[Passage], absent: Sequence[str]) -> str:
+    """The passages found for a question, each under its path, lines and section; or the key terms
+    of the question that no file holds. No blank line inside, so `question_of` can find its end."""
+    if absent:
+        named = " or ".join(f"'{term}'" for term in absent)
+        return (
+            f"{_ABSENT_HEADING}no file in the workspace mentions {named} (a search of every file's text "
+            "and name found nothing)."
+        )
+    if not passages:
+        return ""
+    blocks = []
+    for passage in passages:
+        lines = passage.text.split("\n")
+        span = (
+            f"line {passage.first_line}"
+            if len(lines) == 1
+            else f"lines {passage.first_line}-{passage.first_line + len(lines) - 1}"
+        )
+        under = f" (under '{passage.context}')" if passage.context else ""
+        numbered = "\n".join(f"{passage.first_line + at}: {line}" for at, line in enumerate(lines))
+        blocks.append(f"{passage.path}, {span}{under}:\n{numbered}")
+    return _EVIDENCE_HEADING + "\n".join(blocks)
 
 
 # --- the text-tag (ReAct) format ---
@@ -83,18 +128,29 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
     examples = []
     if {"search_text", "read_file"} <= names:
         examples.append(
+            _EVIDENCE_HEADING
+            + "pond.md, line 2 (under '# The mill pond'):\n2: Kingfishers nest in the north bank.\n\n"
+            "Question: Where do the kingfishers nest?\n"
+            "Thought: The lines from pond.md answer it.\n"
+            "Final Answer: In the north bank of the mill pond."
+        )
+        examples.append(
+            _EVIDENCE_HEADING + "sightings/may.md, line 4:\n4: - kingfisher, see pond.md\n\n"
             "Question: Where did I see the kingfisher?\n"
-            "Thought: I do not know which file mentions the kingfisher, so I search all files.\n"
-            "Action: search_text\n"
-            'Action Input: {"pattern": "kingfisher"}\n'
-            "Observation: Matches for 'kingfisher' in .:\nsightings/may.md:4: - kingfisher, see pond.md\n"
             "Thought: The May sightings point to pond.md, so I read it.\n"
             "Action: read_file\n"
             'Action Input: {"path": "pond.md"}\n'
             "Observation: pond.md, lines 1-2 of 2:\n"
             "1: # The mill pond\n2: Kingfishers nest in the north bank.\n"
             "Thought: I know the answer now.\n"
-            "Final Answer: At the mill pond, where kingfishers nest in the north bank."
+            "Final Answer: At the mill pond, where kingfishers nest in the north bank.",
+        )
+        examples.append(
+            f"{_ABSENT_HEADING}no file in the workspace mentions 'grebe' (a search of every file's text and "
+            "name found nothing).\n\n"
+            "Question: When did I last see a grebe?\n"
+            "Thought: No file mentions a grebe, so the notes do not say.\n"
+            "Final Answer: Your notes do not mention a grebe, so they do not say when you last saw one."
         )
     if "query_tables" in names:
         examples.append(

@@ -1,0 +1,82 @@
+"""The evidence put before a question: the passages of the files that share most words with it, within
+a budget, and the key terms of the question that no file holds at all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from localagent.evidence.index import Hit, WorkspaceIndex
+from localagent.evidence.passages import Passage
+from localagent.evidence.question import key_terms, search_terms
+
+EVIDENCE_CHARS = 1200  # about 350 tokens of passages
+PASSAGES_PER_FILE = 3
+RELEVANT_SHARE = 0.5  # a passage scoring less than this share of the best one's score is left out
+_CANDIDATES = 40
+
+
+@dataclass(frozen=True)
+class Evidence:
+    passages: tuple[Passage, ...]  # best first
+    absent: tuple[str, ...]  # key terms of the question no file holds
+
+    def __bool__(self) -> bool:
+        return bool(self.passages or self.absent)
+
+
+def gather_evidence(index: WorkspaceIndex, task: str, budget: int = EVIDENCE_CHARS) -> Evidence:
+    """The passages for a task; for a question (not an instruction, which may name what is new), the
+    key terms no file holds instead, when there are any."""
+    is_question = "?" in task
+    absent = tuple(term for term in key_terms(task) if not index.holds(term)) if is_question else ()
+    if absent:
+        # The passages would hold the nearest facts, which a small model gives for the one asked.
+        return Evidence((), absent)
+    hits = index.search(search_terms(task), limit=_CANDIDATES)
+    if hits:
+        # bm25 scores are negative, the best lowest: keep what scores at least half as well.
+        hits = [hit for hit in hits if hit.score <= hits[0].score * RELEVANT_SHARE]
+    return Evidence(tuple(_within_budget(hits, budget)), ())
+
+
+def _within_budget(hits: list[Hit], budget: int) -> list[Passage]:
+    chosen: list[Passage] = []
+    per_file: dict[str, int] = {}
+    used = 0
+    for hit in hits:
+        passage = hit.passage
+        size = len(passage.text) + len(passage.path) + len(passage.context) + 8
+        if per_file.get(passage.path, 0) >= PASSAGES_PER_FILE or used + size > budget:
+            continue
+        chosen.append(passage)
+        per_file[passage.path] = per_file.get(passage.path, 0) + 1
+        used += size
+    return _joined(chosen)
+
+
+def _joined(passages: list[Passage]) -> list[Passage]:
+    """Passages of one file that touch, as one, at the place of the better one."""
+    joined: list[Passage] = []
+    for passage in passages:
+        for at, earlier in enumerate(joined):
+            if earlier.path == passage.path and _touch(earlier, passage):
+                joined[at] = _union(earlier, passage)
+                break
+        else:
+            joined.append(passage)
+    return joined
+
+
+def _touch(a: Passage, b: Passage) -> bool:
+    return a.first_line <= b.last_line + 1 and b.first_line <= a.last_line + 1
+
+
+def _union(a: Passage, b: Passage) -> Passage:
+    first, second = (a, b) if a.first_line <= b.first_line else (b, a)
+    return Passage(
+        first.path,
+        first.first_line,
+        max(a.last_line, b.last_line),
+        first.context,
+        f"{first.text}\n{second.text}",
+    )

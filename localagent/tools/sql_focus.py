@@ -1,0 +1,122 @@
+"""What a question fixes about the query that answers it, read from its words and the tables' values.
+
+Two things a question says outright, and a small model leaves out of its query all the same:
+- the rows it is about: a value it names that a table holds (a client, a person, an ID, a month of a
+  date column) is a condition the query over that table must have;
+- the computation: "average" is AVG, "percentage" a share times 100.0, "most" or "largest" the top
+  row or MAX, "least" or "cheapest" the bottom row or MIN.
+The model still writes the query; these only narrow what it may write. Whether to keep or exclude
+the rows named (`=` or `!=`) is the model's choice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from localagent.tools.table_catalog import DataTable
+
+Computation = Literal["AVG", "PERCENT", "MAX", "MIN"]
+CUES: tuple[tuple[Computation, re.Pattern[str]], ...] = (
+    ("PERCENT", re.compile(r"\b(percent(age)?|per ?cent|share|proportion|what fraction)\b|%", re.IGNORECASE)),
+    ("AVG", re.compile(r"\b(average|mean)\b", re.IGNORECASE)),
+    (
+        "MAX",
+        re.compile(
+            r"\b(most|largest|biggest|highest|maximum|longest|top|most expensive|best[- ]selling)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    ("MIN", re.compile(r"\b(least|smallest|lowest|minimum|shortest|cheapest|fewest)\b", re.IGNORECASE)),
+)
+MONTHS = "january february march april may june july august september october november december".split()
+_MONTH = re.compile(r"\b(" + "|".join(MONTHS) + r")\b", re.IGNORECASE)
+_MONTH_NAMES = "|".join(MONTHS)
+_DAY_MONTH = re.compile(
+    rf"\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?({_MONTH_NAMES})\b|\b({_MONTH_NAMES})\s+\d{{1,2}}(st|nd|rd|th)?\b(?!\d)",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
+# Words too common to name a thing by: a question's "what" is not the value "What it costs".
+_COMMON_WORDS = frozenset(
+    "what when where which with from that this these those have been were they them their there about "
+    "after before into over under more most less than then also only just some many much each every "
+    "other same such very your yours mine ours does done make made take give total number".split()
+)
+WORD_MATCHES_KEPT = 3  # more values of one column sharing a word with the question say nothing
+
+
+@dataclass(frozen=True)
+class Focus:
+    # per table: (column, values) pairs a query over it must test, each column with the values named
+    conditions: dict[str, list[tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
+    # per table: (date column, year-month starts) for the months the question names
+    months: dict[str, list[tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
+    computation: Computation | None = None
+
+
+def question_focus(question: str, tables: list[DataTable]) -> Focus:
+    computation = next((name for name, cue in CUES if cue.search(question)), None)
+    words = {_singular(word.lower()) for word in _WORD.findall(question)}
+    folded = f" {' '.join(_WORD.findall(question.lower()))} "
+    months = _period_month(question)
+    conditions: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    dated: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for table in tables:
+        for at, column in enumerate(table.columns):
+            cells = {row[at] for row in table.rows if isinstance(row[at], str)}
+            if column.dates:
+                starts = tuple(sorted({cell[:7] for cell in cells if int(cell[5:7]) in months}))
+                if starts and len(starts) < len({cell[:7] for cell in cells}):  # else every row is in it
+                    dated.setdefault(table.name, []).append((column.name, starts))
+                continue
+            if not column.values and column.kind == "TEXT":
+                named = _named_ids(cells, folded)
+            else:
+                named = _named_values(set(column.values), folded, words) if column.values else ()
+            if named:
+                conditions.setdefault(table.name, []).append((column.name, named))
+    return Focus(conditions, dated, computation)
+
+
+def _period_month(question: str) -> list[int]:
+    """The month a question asks about as a period ("in March", "March 2024"), as [its number]; none
+    for a day's date ("on 11 March"), which names an event, or for several months (a range)."""
+    without_days = _DAY_MONTH.sub(" ", question)
+    named = {MONTHS.index(name.lower()) + 1 for name in _MONTH.findall(without_days)}
+    return list(named) if len(named) == 1 else []
+
+
+def _named_ids(cells: set[str], folded: str) -> tuple[str, ...]:
+    """Of a column with many values (an ID, a name), the ones the question writes whole."""
+    named = [cell for cell in cells if _is_name(cell) and f" {' '.join(_WORD.findall(cell.lower()))} " in folded]
+    return tuple(sorted(named)) if 0 < len(named) <= WORD_MATCHES_KEPT else ()
+
+
+def _named_values(cells: set[str], folded: str, words: set[str]) -> tuple[str, ...]:
+    """The cells the question names: written whole, or (for a name) by one of its longer words."""
+    whole = [cell for cell in cells if _is_name(cell) and f" {' '.join(_WORD.findall(cell.lower()))} " in folded]
+    if whole:
+        return tuple(sorted(whole))
+    by_word = [
+        cell
+        for cell in cells
+        if cell[:1].isupper()
+        and any(_telling(word) and _singular(word.lower()) in words for word in _WORD.findall(cell))
+    ]
+    return tuple(sorted(by_word)) if 0 < len(by_word) <= WORD_MATCHES_KEPT else ()
+
+
+def _is_name(cell: str) -> bool:
+    """A value that names one thing (`Thea`, `J-0187`), not a plain word (`paid`) a question may
+    use in passing: such words are left for the model to test or not."""
+    return len(cell) > 1 and (cell[:1].isupper() or any(char.isdigit() for char in cell))
+
+
+def _telling(word: str) -> bool:
+    return len(word) > 3 and word.lower() not in _COMMON_WORDS
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
