@@ -20,7 +20,7 @@ from localagent.core.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.calculator import format_number
 from localagent.tools.data_records import read_records
-from localagent.tools.files import workspace_paths
+from localagent.tools.walk import workspace_paths
 from localagent.tools.workspace import Workspace
 
 DATA_FILE_LIMIT = 100  # data files a workspace may offer as tables
