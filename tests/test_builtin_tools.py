@@ -373,14 +373,16 @@ def test_search_text_no_matches(tools: FileTools) -> None:
     )
 
 
-def test_search_text_skips_binary_files_and_hidden_and_vcs_directories(tools: FileTools, ws: Path) -> None:
+def test_search_text_skips_binary_files_and_vcs_cache_and_venv_directories(
+    tools: FileTools, ws: Path
+) -> None:
     (ws / "blob.bin").write_bytes(b"needle\x00\x01\x02")
     for directory in (".git", ".venv", "node_modules", "src/__pycache__"):
         (ws / directory).mkdir()
         (ws / directory / "file.txt").write_text("needle\n")
     (ws / "src" / "found.txt").write_text("a needle here\n")
     assert tools.search_text("needle") == "Matches for 'needle' in .:\nsrc/found.txt:1: a needle here"
-    # Asked for by name, a hidden directory is searched.
+    # Asked for by name, a directory the walk leaves out is searched.
     assert (
         tools.search_text("needle", path=".git") == "Matches for 'needle' in .git:\n.git/file.txt:1: needle"
     )

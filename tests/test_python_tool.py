@@ -65,6 +65,18 @@ def test_a_file_it_cannot_find_gets_the_workspace_files_of_its_kind(workspace: P
         run(workspace, "open('notes.txt')")
 
 
+def test_the_files_it_names_for_a_missing_one_are_those_the_other_tools_walk(workspace: Path) -> None:
+    (workspace / ".gitignore").write_text("old/\n")
+    for folder in ("old", ".venv", ".data"):
+        (workspace / folder).mkdir()
+        (workspace / folder / "may.csv").write_text("day,km\n1,5\n")
+    with pytest.raises(ToolError, match=r"The workspace's \.csv files: \.data/may\.csv, rides/june\.csv\.$"):
+        run(workspace, "open('rides/july.csv')")
+    # An error of the snippet's own that ends with the same exit status is shown as it is.
+    with pytest.raises(ToolError, match=r"^the code failed: exit status 4\.$"):
+        run(workspace, "raise SystemExit(4)")
+
+
 def test_a_block_after_a_semicolon_gets_a_line_saying_how_to_write_it(workspace: Path) -> None:
     one_line = "import csv; total = 0; for r in csv.DictReader(open('rides/june.csv')): total += 1"
     with pytest.raises(ToolError) as refused:

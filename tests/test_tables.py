@@ -178,12 +178,18 @@ def test_cancel_stops_a_query(shop: Path) -> None:
         query(shop, RUNAWAY, cancel)
 
 
-def test_hidden_and_generated_directories_hold_no_tables(shop: Path) -> None:
+def test_cache_directories_hold_no_tables_and_a_projects_dot_folders_do(shop: Path) -> None:
     (shop / ".cache").mkdir()
     (shop / ".cache" / "old.csv").write_text("a\n1\n")
     (shop / "node_modules").mkdir()
     (shop / "node_modules" / "x.csv").write_text("a\n1\n")
-    assert [table.name for table in data_tables(Workspace(shop))] == ["orders/2023-07.csv", "wares.csv"]
+    (shop / ".seasons").mkdir()
+    (shop / ".seasons" / "spring.csv").write_text("a\n1\n")
+    assert [table.name for table in data_tables(Workspace(shop))] == [
+        ".seasons/spring.csv",
+        "orders/2023-07.csv",
+        "wares.csv",
+    ]
 
 
 def test_it_is_named_to_be_had(shop: Path) -> None:

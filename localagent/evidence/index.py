@@ -20,7 +20,7 @@ from pathlib import Path
 
 from localagent.core.paths import cache_dir
 from localagent.evidence.passages import Passage, split_passages
-from localagent.tools.files import workspace_paths
+from localagent.tools.walk import workspace_paths
 from localagent.tools.workspace import Workspace
 
 INDEXED_FILES = 5000  # a bigger folder (a home folder) is indexed as far as this

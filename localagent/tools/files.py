@@ -33,6 +33,7 @@ from localagent.tools.found_lines import (
     Search,
 )
 from localagent.tools.quote_blind import replace_ignoring_quotes
+from localagent.tools.walk import VCS_DIRS, WorkspaceWalk, workspace_paths
 from localagent.tools.workspace import Workspace
 
 LIST_LIMIT = 200  # entries shown by list_dir
@@ -51,8 +52,6 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 SECTION_CHARS = 60
 SECTIONS_OPENED = 3  # the first headings that match a search show the first lines of their sections...
 SECTION_LINES_SHOWN = 8  # ...this many of them
-SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})  # besides every hidden directory
-VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})
 
 
 DirPath = Annotated[str, Field(description="Directory path relative to the workspace root; '.' is the root")]
@@ -155,9 +154,10 @@ class FileTools:
             )
         if not stat.S_ISDIR(status.st_mode):
             raise ToolError(f"{shown} is a file, not a directory. Use read_file to read it.")
+        # What a walk leaves out (.git, caches, ignored files) goes unnamed here too; a folder asked for
+        # by path is listed even when a walk would leave it out.
         try:
-            with os.scandir(real) as entries:
-                names = [self._entry_name(entry) for entry in entries]
+            names = [self._entry_name(entry) for entry in WorkspaceWalk(self.workspace, real).entries(real)]
         except OSError as error:
             raise ToolError(f"Cannot list {shown}: {error.strerror}.") from None
         if not names:
@@ -611,18 +611,8 @@ class FileTools:
             )
 
     def _text_file_candidates(self, directory: Path) -> Iterator[Path]:
-        """Regular files below `directory` in sorted order, without hidden or generated directories."""
-        for current, dirnames, filenames in os.walk(directory):
-            dirnames[:] = _walked(dirnames)
-            for name in sorted(filenames):
-                file = Path(current, name)
-                if file.is_symlink() and not self.workspace.contains(os.path.realpath(file)):
-                    continue
-                try:
-                    if stat.S_ISREG(file.stat().st_mode):
-                        yield file
-                except OSError:
-                    continue
+        """Regular files below `directory` in sorted order, as the workspace walk finds them."""
+        return WorkspaceWalk(self.workspace, directory).files()
 
 
 def workspace_listing(
@@ -656,29 +646,11 @@ def _with_preview(workspace: Workspace, path: str) -> str:
     return f"{path}: {_shortened(line, PREVIEW_CHARS)}"
 
 
-def workspace_paths(workspace: Workspace, limit: int) -> tuple[list[str], list[str]]:
-    """The workspace's directories and files, as relative paths, walking until `limit` files are found."""
-    directories: list[str] = []
-    files: list[str] = []
-    for current, dirnames, filenames in os.walk(workspace.root):
-        dirnames[:] = _walked(dirnames)
-        directories.extend(workspace.relative(Path(current, name)) for name in dirnames)
-        files.extend(workspace.relative(Path(current, name)) for name in sorted(filenames) if name[0] != ".")
-        if len(files) >= limit:
-            break
-    return directories, files[:limit]
-
-
 def _with_path_choices(schema: dict[str, Any], choices: list[str]) -> dict[str, Any]:
     """The schema with its `path` argument limited to `choices` (for the grammar only)."""
     properties = dict(schema["properties"])
     properties["path"] = {**properties["path"], "enum": choices}
     return {**schema, "properties": properties}
-
-
-def _walked(dirnames: list[str]) -> list[str]:
-    """The subdirectories worth walking into, in order: no hidden or generated ones."""
-    return sorted(name for name in dirnames if not name.startswith(".") and name not in SKIPPED_DIRS)
 
 
 FileVersion = tuple[int, int]  # modification time in ns, size in bytes

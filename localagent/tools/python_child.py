@@ -18,6 +18,10 @@ import re
 import sys
 
 REFUSED_EXIT = 3
+# A file the snippet opened is not there: the last line on stderr names its suffix, so that the parent
+# can name the workspace's files of that kind, found by the walk its other tools use.
+MISSING_FILE_EXIT = 4
+MISSING_SUFFIX_LINE = "missing file suffix: "
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _CHANGES = {
     "os.remove": "deleting files",
@@ -42,7 +46,6 @@ _PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.kill", "os.killpg", "signal.pthr
 _NATIVE = ("ctypes.", "cffi.")
 _NATIVE_MODULES = {"ctypes", "_ctypes", "cffi", "_cffi_backend", "mmap"}
 _READ_EVENTS = {"os.listdir", "os.scandir", "glob.glob", "os.chdir"}
-_FILES_WALKED = 5000  # files looked at for the hint under a FileNotFoundError
 _BLOCK_AFTER_SEMICOLON = re.compile(r";\s*(?:for|while|with|if|def|class|try)\b")
 
 
@@ -75,9 +78,10 @@ def main() -> None:
         print(f"refused: {refusal}", file=sys.stderr)
         sys.exit(REFUSED_EXIT)
     except Exception as error:  # noqa: BLE001 - any error of the snippet is its output
-        line = _snippet_line(error)
-        files = _files_like(root, error.filename) if isinstance(error, FileNotFoundError) else ""
-        print(f"{type(error).__name__}: {error}{line}{files}", file=sys.stderr)
+        print(f"{type(error).__name__}: {error}{_snippet_line(error)}", file=sys.stderr)
+        if isinstance(error, FileNotFoundError):
+            print(MISSING_SUFFIX_LINE + _suffix(error.filename), file=sys.stderr)
+            sys.exit(MISSING_FILE_EXIT)
         sys.exit(1)
 
 
@@ -106,23 +110,10 @@ def _block_hint(code: str, number: int | None) -> str:
     )
 
 
-def _files_like(root: str, missing: object, shown: int = 12) -> str:
-    """The workspace's files of the missing one's kind, so a wrong or made-up name gets the real ones."""
+def _suffix(missing: object) -> str:
+    """The missing file's suffix (".csv"), or "" for none or one that is no plain word."""
     suffix = pathlib.PurePath(os.fsdecode(missing)).suffix.lower() if isinstance(missing, str | bytes) else ""
-    top = pathlib.Path(root)
-    found = []
-    for folder, folders, names in os.walk(root):
-        folders[:] = sorted(name for name in folders if not name.startswith("."))
-        here = pathlib.Path(folder).relative_to(top)
-        found += [str(here / name) for name in sorted(names) if not name.startswith(".")]
-        if len(found) >= _FILES_WALKED:
-            break  # a huge tree would spend the snippet's time limit on a hint
-    alike = [path for path in found if suffix and path.lower().endswith(suffix)]
-    listed, kind = (alike, f"{suffix} files") if alike else (found, "files")
-    if not listed:
-        return ""
-    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
-    return f". The workspace's {kind}: {', '.join(listed[:shown])}{more}"
+    return suffix if suffix[1:].isalnum() else ""
 
 
 def _snippet_line(error: BaseException) -> str:

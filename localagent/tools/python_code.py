@@ -23,6 +23,7 @@ from pydantic import Field
 
 from localagent.core.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
+from localagent.tools.walk import workspace_paths
 from localagent.tools.workspace import Workspace
 
 SECONDS = 10.0
@@ -30,6 +31,10 @@ OUTPUT_CHARS = 4000
 MEMORY_BYTES = 1 << 30
 CODE_CHARS = 4000
 _REFUSED_EXIT = 3
+_MISSING_FILE_EXIT = 4  # python_child.py's, with the suffix of the file on stderr's last line
+_MISSING_SUFFIX_LINE = "missing file suffix: "
+_FILES_WALKED = 5000  # files looked at for the hint under a FileNotFoundError
+_FILES_NAMED = 12
 
 
 class PythonRunner:
@@ -79,9 +84,26 @@ class PythonRunner:
         if process.returncode == _REFUSED_EXIT:
             raise ToolError(f"{problem[-1] if problem else 'refused'}. Nothing was changed.")
         if process.returncode != 0:
-            last = problem[-1] if problem else f"exit status {process.returncode}"
-            raise ToolError(f"the code failed: {last}.{_so_far(output)}")
+            raise ToolError(
+                f"the code failed: {self._failure(process.returncode, problem)}.{_so_far(output)}"
+            )
         return output if output.strip() else "(the code printed nothing; print() the result)"
+
+    def _failure(self, status: int, problem: list[str]) -> str:
+        """Why the snippet failed, in one line; a file it could not find gets the files of its kind."""
+        if status == _MISSING_FILE_EXIT and len(problem) > 1 and problem[-1].startswith(_MISSING_SUFFIX_LINE):
+            return problem[-2] + self._files_like(problem[-1].removeprefix(_MISSING_SUFFIX_LINE))
+        return problem[-1] if problem else f"exit status {status}"
+
+    def _files_like(self, suffix: str) -> str:
+        """The workspace's files of a missing file's kind, so a wrong or made-up name gets the real ones."""
+        _, found = workspace_paths(self.workspace, _FILES_WALKED)
+        alike = [path for path in found if suffix and path.lower().endswith(suffix)]
+        listed, kind = (alike, f"{suffix} files") if alike else (found, "files")
+        if not listed:
+            return ""
+        more = f" and {len(listed) - _FILES_NAMED} more" if len(listed) > _FILES_NAMED else ""
+        return f". The workspace's {kind}: {', '.join(listed[:_FILES_NAMED])}{more}"
 
 
 def _communicate(

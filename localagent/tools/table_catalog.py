@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 from localagent.tools.base import ToolError
 from localagent.tools.bibtex import bibtex_records
 from localagent.tools.data_records import DATA_BYTES_LIMIT, read_records
-from localagent.tools.files import workspace_paths
+from localagent.tools.walk import workspace_paths
 from localagent.tools.markdown_tables import TASK_COLUMNS, pipe_tables, task_rows
 from localagent.tools.workspace import Workspace
 
