@@ -307,7 +307,7 @@ def test_a_run_sets_a_key_through_the_scripted_model_and_the_real_runner(tmp_pat
     ]
     script = tmp_path / "script.json"
     script.write_text(json.dumps(replies))
-    agent = Agent(model=f"script:{script}", tools="default,edit,set_key", workspace=workspace, approve=True)
+    agent = Agent(model=f"script:{script}", tools="default,edit", workspace=workspace, approve=True)
     result = agent.run("Set the sensor offset to 0.25.")
     assert (result.status, result.changed) == ("final", ("station.toml",))
     observation = next(message for message in result.messages if isinstance(message, ToolMessage))

@@ -121,7 +121,10 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
         ("read_file", ["read_file"]),
         ("calculator, read_file", ["calculator", "read_file"]),
         ("default,write_file", [*DEFAULT_TOOLS, "write_file"]),
-        ("default,edit", [*DEFAULT_TOOLS, "write_file", "replace_in_file"]),
+        (
+            "default,edit",
+            [*DEFAULT_TOOLS, "write_file", "replace_in_file", "tick_box", "add_item", "set_key"],
+        ),
         ("read_file,default", ["read_file", "list_dir", "search_text", "calculator"]),
         (
             "all",
