@@ -22,6 +22,7 @@ from localagent.cli.approval import TerminalApprover
 from localagent.core.messages import ToolMessage, ToolRequest
 from localagent.testing import answer, call
 from localagent.tools.base import ToolError
+from localagent.tools.config_keys import with_key_set
 from localagent.tools.files import FileTools
 from localagent.tools.workspace import Workspace
 
@@ -241,6 +242,12 @@ def test_a_setting_it_cannot_make_exactly_is_refused_in_one_line_and_the_file_is
             "x",
             "twice.ini is not valid INI (the key 'x' in [a] is there twice",
         ),
+        (
+            "bare.ini",
+            "[a]\nflag\n  more\n",
+            "flag",
+            "bare.ini is not valid INI (an indented line follows a key",
+        ),
         ("broken.yaml", "a: [1\nb: 2\n", "a", "broken.yaml is not valid YAML ("),
         ("list.yml", "- a\n- b\n", "a", "list.yml has no keys. Nothing was changed."),
         (
@@ -444,3 +451,28 @@ def test_set_key_on_any_ini_file_changes_exactly_that_key_or_nothing(text: str, 
     keys = [path[-1] if path[0] == "top" else ".".join(path) for path in flattened(parse_ini(text))]
     key = data.draw(st.one_of(st.sampled_from(keys), NAMES)) if keys else data.draw(NAMES)
     holds_set_key_promise("plot.ini", text, key, data.draw(VALUE_TEXTS), parse_ini)
+
+
+# Pieces of the three syntaxes, strung together at random.
+SYNTAX_PIECES = st.sampled_from(
+    [
+        *["a", "b", "a.b", " = ", ": ", "\n", "\r\n", "  ", "[a]", "[[a]]", "- ", "#c", " ; c", '"', "'"],
+        *['"""', "1", "yes", "{x = 1}", "[1, 2]", "|", "&r", "*r", "<<: ", "\\", "~", "2024-01-01", "\t"],
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(SYNTAX_PIECES, max_size=20),
+    name=st.sampled_from(["f.toml", "f.ini", "f.yaml"]),
+    key=st.sampled_from(["a", "b", "a.b", "[a] b"]),
+    value=st.one_of(VALUE_TEXTS, SYNTAX_PIECES),
+)
+def test_any_text_gets_an_edit_or_a_one_line_refusal_never_a_crash(
+    pieces: list[str], name: str, key: str, value: str
+) -> None:
+    try:
+        with_key_set("".join(pieces), key, value, name)
+    except ToolError as refused:
+        assert "\n" not in str(refused)

@@ -3,9 +3,12 @@ with one line, leaving the file as it was, whatever they cannot do exactly."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from localagent.tools.base import ToolError
 from localagent.tools.files import FileTools
@@ -280,3 +283,30 @@ def test_an_item_given_with_a_box_but_no_marker_is_added_once(allotment: tuple[F
     tools, path = allotment
     tools.add_item("allotment.md", "[ ] Sow the broad beans", section="someday")
     assert path.read_text().endswith("- [ ] Plant a second tulip bed\n- [ ] Sow the broad beans\n")
+
+
+MARKDOWN_PIECES = st.sampled_from(
+    ["- ", "* ", "1. ", "[ ] ", "[x] ", "Sow", "the beans", "\n", "\r\n", "  ", "# ", "## ", "```", "Beds"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(MARKDOWN_PIECES, max_size=25),
+    item=st.sampled_from(["Sow", "the beans", "- [ ] Sow the beans", "Weed"]),
+    section=st.sampled_from(["", "Beds", "Sow"]),
+)
+def test_a_tick_changes_one_box_and_an_addition_only_adds_lines_or_each_refuses(
+    pieces: list[str], item: str, section: str
+) -> None:
+    text = "".join(pieces)
+    old_lines = text.splitlines()
+    with contextlib.suppress(ToolError):
+        new_lines = ticked(text, item, "beds.md").text.splitlines()
+        changed = [(old, new) for old, new in zip(old_lines, new_lines, strict=True) if old != new]
+        assert len(changed) == 1 and changed[0][0].replace("[ ]", "[x]", 1) == changed[0][1]
+    with contextlib.suppress(ToolError):
+        added = with_item_added(text, item, section, "beds.md").text.splitlines()
+        assert len(added) > len(old_lines)
+        kept = iter(added)
+        assert all(line in kept for line in old_lines)  # every old line, in order

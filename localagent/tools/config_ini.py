@@ -40,6 +40,8 @@ class IniSyntax:
             parser.read_string(f"[{_TOP}]\n{text}")
         except configparser.Error as error:
             raise Unparsable(_reason(error)) from None
+        except AttributeError:  # configparser's own failure on an indented line below a bare key
+            raise Unparsable("an indented line follows a key that has no value") from None
         data: dict[str, Any] = {}
         for section in parser.sections():
             options = dict(parser.items(section, raw=True))
