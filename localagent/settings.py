@@ -67,7 +67,8 @@ class Settings(BaseModel):
     tools: str | None = Field(
         None,
         description="Comma-separated tools: built-in names and module:function specs; 'default' means "
-        "the read-only file tools and calculator. [default: list_dir,read_file,search_text,calculator]",
+        "the read-only file tools and calculator, 'edit' the tools that change files (write_file, "
+        "replace_in_file, tick_box, add_item, set_key). [default: list_dir,read_file,search_text,calculator]",
     )
     max_tokens: int = Field(384, ge=16, le=32768, description="Tokens per model turn.")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy.")

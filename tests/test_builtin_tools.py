@@ -758,7 +758,7 @@ def test_replace_in_file_refuses_binary_and_non_utf8_files(tools: FileTools, ws:
 
 def test_tools_have_small_schemas_and_the_right_flags(tools: FileTools) -> None:
     by_name = {tool.name: tool for tool in tools.tools()}
-    changing = ["write_file", "replace_in_file", "tick_box", "add_item"]
+    changing = ["write_file", "replace_in_file", "tick_box", "add_item", "set_key"]
     assert list(by_name) == ["list_dir", "read_file", "search_text", *changing]
     assert [name for name, tool in by_name.items() if tool.changes_files] == changing
     read = by_name["read_file"].spec.parameters

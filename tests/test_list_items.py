@@ -3,9 +3,12 @@ with one line, leaving the file as it was, whatever they cannot do exactly."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from localagent.tools.base import ToolError
 from localagent.tools.files import FileTools
@@ -203,3 +206,107 @@ def test_a_file_named_in_another_case_is_the_file_not_a_missing_one(
     tools, path = allotment
     assert tools.tick_box("ALLOTMENT.md", "brassicas").startswith("Ticked line 9 of allotment.md")
     assert "- [x] Net the brassicas" in path.read_text()
+
+
+def test_a_section_whose_list_has_no_boxes_gets_a_plain_item(tmp_path: Path) -> None:
+    (tmp_path / "seeds.md").write_text(
+        "# Seeds\n\n## Sow in spring\n\n* Beetroot\n* Chard\n\n## Sown\n\n- [x] Peas\n"
+    )
+    FileTools(Workspace(tmp_path)).add_item("seeds.md", "Radish", section="sow in spring")
+    assert (tmp_path / "seeds.md").read_text() == (
+        "# Seeds\n\n## Sow in spring\n\n* Beetroot\n* Chard\n* Radish\n\n## Sown\n\n- [x] Peas\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "report"),
+    [
+        (
+            "## Shed\n\n- [ ] Oil the mower\n\n## Pond\n\nThe liner leaks.\n\n## Hedge\n",
+            "## Shed\n\n- [ ] Oil the mower\n\n## Pond\n\nThe liner leaks.\n\n"
+            "- [ ] Mend the liner\n\n## Hedge\n",
+            "Added line 9 of plot.md, a new list under 'Pond': - [ ] Mend the liner",
+        ),
+        (
+            "# Plot\n\n## Pond\n## Hedge\n\n1. Trim the top\n",
+            "# Plot\n\n## Pond\n\n1. Mend the liner\n\n## Hedge\n\n1. Trim the top\n",
+            "Added line 5 of plot.md, a new list under 'Pond': 1. Mend the liner",
+        ),
+        (
+            "# Plot\r\n\r\n## Pond\r\n",
+            "# Plot\r\n\r\n## Pond\r\n\r\n- Mend the liner\r\n",
+            "Added line 5 of plot.md, a new list under 'Pond': - Mend the liner",
+        ),
+        (
+            "## Pond",
+            "## Pond\n\n- Mend the liner",
+            "Added line 3 of plot.md, a new list under 'Pond': - Mend the liner",
+        ),
+    ],
+)
+def test_a_section_with_no_list_yet_gets_one_in_the_marker_of_the_nearest_list(
+    tmp_path: Path, before: str, after: str, report: str
+) -> None:
+    (tmp_path / "plot.md").write_bytes(before.encode())
+    assert FileTools(Workspace(tmp_path)).add_item("plot.md", "Mend the liner", section="pond") == report
+    assert (tmp_path / "plot.md").read_bytes() == after.encode()
+
+
+def test_lines_in_a_fenced_code_block_are_neither_items_nor_headings(tmp_path: Path) -> None:
+    text = (
+        "## Setup\n\n- [ ] Install the logger\n\n```sh\n# fetch it\n- [ ] not a task\n```\n\n"
+        "- [ ] Calibrate the logger\n\n## Later\n"
+    )
+    (tmp_path / "station.md").write_text(text)
+    tools = FileTools(Workspace(tmp_path))
+    with pytest.raises(ToolError, match=r"No heading of station\.md holds 'fetch it'"):
+        tools.add_item("station.md", "Wire the mast", section="fetch it")
+    with pytest.raises(ToolError, match=r"No open box of station\.md holds 'not a task'"):
+        tools.tick_box("station.md", "not a task")
+    assert (tmp_path / "station.md").read_text() == text
+    tools.add_item("station.md", "Wire the mast", section="setup")
+    assert (
+        "- [ ] Calibrate the logger\n- [ ] Wire the mast\n\n## Later\n"
+        in (tmp_path / "station.md").read_text()
+    )
+
+
+def test_the_item_named_exactly_is_ticked_when_longer_ones_hold_its_words(tmp_path: Path) -> None:
+    (tmp_path / "rota.md").write_text("- [ ] Feed the hens and the goats\n- [ ] Feed the hens\n")
+    tools = FileTools(Workspace(tmp_path))
+    assert tools.tick_box("rota.md", "feed the hens.") == "Ticked line 2 of rota.md: - [x] Feed the hens"
+    assert tools.tick_box("rota.md", "[ ] Feed the **hens** and the goats").startswith("Ticked line 1")
+    assert (tmp_path / "rota.md").read_text() == "- [x] Feed the hens and the goats\n- [x] Feed the hens\n"
+
+
+def test_an_item_given_with_a_box_but_no_marker_is_added_once(allotment: tuple[FileTools, Path]) -> None:
+    tools, path = allotment
+    tools.add_item("allotment.md", "[ ] Sow the broad beans", section="someday")
+    assert path.read_text().endswith("- [ ] Plant a second tulip bed\n- [ ] Sow the broad beans\n")
+
+
+MARKDOWN_PIECES = st.sampled_from(
+    ["- ", "* ", "1. ", "[ ] ", "[x] ", "Sow", "the beans", "\n", "\r\n", "  ", "# ", "## ", "```", "Beds"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(MARKDOWN_PIECES, max_size=25),
+    item=st.sampled_from(["Sow", "the beans", "- [ ] Sow the beans", "Weed"]),
+    section=st.sampled_from(["", "Beds", "Sow"]),
+)
+def test_a_tick_changes_one_box_and_an_addition_only_adds_lines_or_each_refuses(
+    pieces: list[str], item: str, section: str
+) -> None:
+    text = "".join(pieces)
+    old_lines = text.splitlines()
+    with contextlib.suppress(ToolError):
+        new_lines = ticked(text, item, "beds.md").text.splitlines()
+        changed = [(old, new) for old, new in zip(old_lines, new_lines, strict=True) if old != new]
+        assert len(changed) == 1 and changed[0][0].replace("[ ]", "[x]", 1) == changed[0][1]
+    with contextlib.suppress(ToolError):
+        added = with_item_added(text, item, section, "beds.md").text.splitlines()
+        assert len(added) > len(old_lines)
+        kept = iter(added)
+        assert all(line in kept for line in old_lines)  # every old line, in order

@@ -117,6 +117,7 @@ def test_each_worked_example_calls_a_real_tool_with_valid_arguments(tmp_path: Pa
     (tmp_path / "sightings.csv").write_text(
         "date,species,count\n2024-05-03,coot,11\n2024-05-19,coot,12\n2024-05-19,heron,3\n2024-06-01,coot,4\n"
     )
+    (tmp_path / "boxes.md").write_text("- [ ] Fill the feeders\n- [ ] Clean the owl box\n")
     tools = builtin_tools(Workspace(tmp_path))
     example = prompts.react_example([tool.spec for tool in tools.values()])
     assert example is not None
@@ -130,10 +131,18 @@ def test_each_worked_example_calls_a_real_tool_with_valid_arguments(tmp_path: Pa
         "query_tables",
         "run_python",
         "replace_in_file",
+        "tick_box",
     }
     for name, arguments, _ in calls:
         tools[name].validate(json.loads(arguments))
-    # The query's example result is what the tool gives on a file like the example's.
-    for computing in ("query_tables", "run_python"):
+    # The example results are what the tools give on files like the example's.
+    for computing in ("query_tables", "run_python", "tick_box"):
         (call,) = [(arguments, observation) for name, arguments, observation in calls if name == computing]
         assert tools[computing].run(json.loads(call[0]), CancelToken()) == call[1]
+
+
+def test_the_tick_example_is_shown_only_with_tick_box(tmp_path: Path) -> None:
+    tools = builtin_tools(Workspace(tmp_path))
+    offered = [tools[name].spec for name in ("search_text", "read_file", "replace_in_file")]
+    assert "tick_box" not in (prompts.react_example(offered) or "")
+    assert "Action: tick_box" in (prompts.react_example([*offered, tools["tick_box"].spec]) or "")

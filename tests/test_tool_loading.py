@@ -105,6 +105,7 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
         "replace_in_file",
         "run_python",
         "search_text",
+        "set_key",
         "tick_box",
         "write_file",
     ]
@@ -120,7 +121,10 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
         ("read_file", ["read_file"]),
         ("calculator, read_file", ["calculator", "read_file"]),
         ("default,write_file", [*DEFAULT_TOOLS, "write_file"]),
-        ("default,edit", [*DEFAULT_TOOLS, "write_file", "replace_in_file"]),
+        (
+            "default,edit",
+            [*DEFAULT_TOOLS, "write_file", "replace_in_file", "tick_box", "add_item", "set_key"],
+        ),
         ("read_file,default", ["read_file", "list_dir", "search_text", "calculator"]),
         (
             "all",
@@ -132,6 +136,7 @@ def test_builtin_tools_and_the_default_set(workspace: Workspace) -> None:
                 "replace_in_file",
                 "tick_box",
                 "add_item",
+                "set_key",
                 "calculator",
                 "query_tables",
                 "run_python",
@@ -151,7 +156,7 @@ def test_unknown_tool_names_list_the_valid_ones(workspace: Workspace) -> None:
         select_tools("default,read_files", workspace)
     assert str(error.value) == (
         "unknown tool 'read_files'. Built-in tools: add_item, calculator, list_dir, query_tables, "
-        "read_file, replace_in_file, run_python, search_text, tick_box, write_file; "
+        "read_file, replace_in_file, run_python, search_text, set_key, tick_box, write_file; "
         "or default, edit, all, none; "
         "or a tool of your own as module:function or path/to/file.py:function"
     )

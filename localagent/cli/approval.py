@@ -17,7 +17,7 @@ import click
 
 from localagent.core.cancel import Cancelled
 from localagent.core.messages import ToolRequest
-from localagent.tools import files, list_items
+from localagent.tools import config_keys, files, list_items
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.workspace import Workspace
 
@@ -87,7 +87,8 @@ class TerminalApprover:
 
 def _planned_change(name: str, arguments: dict[str, Any], path: str) -> Callable[[str], str] | None:
     """The file's text after the change, from its text before; None for a tool with no diff to show."""
-    text = {key: str(arguments.get(key, "")) for key in ("content", "old", "new", "item", "section")}
+    names = ("content", "old", "new", "item", "section", "key", "value")
+    text = {name: str(arguments.get(name, "")) for name in names}
     if name == "write_file":
         return lambda before: text["content"]
     if name == "replace_in_file":
@@ -97,6 +98,8 @@ def _planned_change(name: str, arguments: dict[str, Any], path: str) -> Callable
         return lambda before: list_items.ticked(before, text["item"], path).text
     if name == "add_item":
         return lambda before: list_items.with_item_added(before, text["item"], text["section"], path).text
+    if name == "set_key":
+        return lambda before: config_keys.with_key_set(before, text["key"], text["value"], path).text
     return None
 
 

@@ -22,7 +22,7 @@ import regex
 from pydantic import Field
 
 from localagent.core.cancel import CancelToken
-from localagent.tools import list_items
+from localagent.tools import config_keys, list_items
 from localagent.tools.base import InvalidArguments, Tool, ToolError
 from localagent.tools.edit_refusals import ambiguous_old_refusal, existing_file_refusal
 from localagent.tools.found_lines import (
@@ -79,6 +79,10 @@ NewItem = Annotated[str, Field(description="The item's text, on one line, withou
 Section = Annotated[
     str, Field(description="Words of the heading the list is under; '' for the file's last list")
 ]
+ConfigKey = Annotated[
+    str, Field(description="The key's name as the file has it; section.key for a key in a section or table")
+]
+ConfigValue = Annotated[str, Field(description="The new value as plain text, without quotes")]
 ReplaceAll = Annotated[
     bool, Field(description="true: replace every place old appears; false: old must appear once")
 ]
@@ -111,6 +115,7 @@ class FileTools:
             ),
             replace(Tool.from_function(self.tick_box, changes_files=True), dry_run=self._check_tick),
             replace(Tool.from_function(self.add_item, changes_files=True), dry_run=self._check_addition),
+            replace(Tool.from_function(self.set_key, changes_files=True), dry_run=self._check_key_setting),
         ]
         if not self.narrow_paths:
             return tools
@@ -477,33 +482,56 @@ class FileTools:
 
     def tick_box(self, path: FilePath, item: ItemWords) -> str:
         """Tick a box in a Markdown list: the one line '- [ ] ...' that holds item becomes '- [x] ...'."""
-        real, shown, text = self._list_file(path)
-        edit = list_items.ticked(text, item, shown)
-        _write_atomically(real, edit.text.encode("utf-8"), shown)
-        self._saw(shown)
-        return edit.report
+        return self._edit(path, lambda text, shown: list_items.ticked(text, item, shown))
 
     def add_item(self, path: FilePath, item: NewItem, section: Section = "") -> str:
-        """Add one item at the end of a list in a Markdown file: the list under the heading named by
-        section, or else the file's last list of open items. It gets the list's own marker ('- [ ] ')."""
-        real, shown, text = self._list_file(path)
-        edit = list_items.with_item_added(text, item, section, shown)
+        """Add one item at the end of a Markdown list: the list under the heading named by section, or
+        else the file's last list.
+
+        The item gets the list's own marker ('- [ ] ', '* ', the next number); a section with no
+        list yet gets one, in the marker of the file's nearest list.
+        """
+        return self._edit(path, lambda text, shown: list_items.with_item_added(text, item, section, shown))
+
+    def set_key(self, path: FilePath, key: ConfigKey, value: ConfigValue) -> str:
+        """Set the value of one key in a TOML, INI or YAML file, given the key's name and the new value.
+
+        Only the value changes, written in the file's own syntax; config_keys says what is refused.
+        """
+        return self._edit(path, lambda text, shown: config_keys.with_key_set(text, key, value, shown))
+
+    def _edit(
+        self, path: str, change: Callable[[str, str], list_items.ListEdit | config_keys.KeyEdit]
+    ) -> str:
+        """Write what `change(text, shown)` makes of the file at `path`, and say what it did."""
+        real, shown, text = self._file_to_edit(path)
+        edit = change(text, shown)
         _write_atomically(real, edit.text.encode("utf-8"), shown)
         self._saw(shown)
         return edit.report
 
     def _check_tick(self, arguments: dict[str, Any]) -> None:
-        _, shown, text = self._list_file(str(arguments.get("path", "")))
-        list_items.ticked(text, str(arguments.get("item", "")), shown)
+        item = str(arguments.get("item", ""))
+        self._check_change(arguments, lambda text, shown: list_items.ticked(text, item, shown))
 
     def _check_addition(self, arguments: dict[str, Any]) -> None:
-        _, shown, text = self._list_file(str(arguments.get("path", "")))
-        list_items.with_item_added(
-            text, str(arguments.get("item", "")), str(arguments.get("section", "")), shown
+        item, section = str(arguments.get("item", "")), str(arguments.get("section", ""))
+        self._check_change(
+            arguments, lambda text, shown: list_items.with_item_added(text, item, section, shown)
         )
 
-    def _list_file(self, path: str) -> tuple[Path, str, str]:
-        """The file a list edit would change, and its text; no read first, as the edit finds its line."""
+    def _check_key_setting(self, arguments: dict[str, Any]) -> None:
+        key, value = str(arguments.get("key", "")), str(arguments.get("value", ""))
+        self._check_change(arguments, lambda text, shown: config_keys.with_key_set(text, key, value, shown))
+
+    def _check_change(self, arguments: dict[str, Any], change: Callable[[str, str], object]) -> None:
+        """ToolError when the edit of the file the arguments name could not apply, before anyone is asked."""
+        _, shown, text = self._file_to_edit(str(arguments.get("path", "")))
+        change(text, shown)
+
+    def _file_to_edit(self, path: str) -> tuple[Path, str, str]:
+        """The file an edit by names (an item's words, a key) would change, and its text; no read
+        first, as the edit finds its own line."""
         real, shown = self._existing_file(path, name_others=True)
         self._refuse_vcs(real)
         return real, shown, _read_utf8(real, shown)
@@ -539,7 +567,7 @@ class FileTools:
     def _tick_hint(self, path: str, old: str) -> str:
         """For old copied from the one open box that holds it: the call that ticks that box."""
         try:
-            _, shown, text = self._list_file(path)
+            _, shown, text = self._file_to_edit(path)
         except ToolError:
             return ""
         box = list_items.the_open_box(text, old)

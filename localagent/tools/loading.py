@@ -3,11 +3,11 @@
 `select_tools` reads the CLI's `--tools` value (or a list of the same items, and of functions, pydantic
 models with `run()` and Tools, from Python), a comma-separated list of:
   a built-in name   list_dir, read_file, search_text, calculator, query_tables, run_python,
-                    write_file, replace_in_file, tick_box, add_item
+                    write_file, replace_in_file, tick_box, add_item, set_key
   default           list_dir, read_file, search_text, calculator (query_tables, read-only too, is
                     named when wanted: it lures a small model into SQL on files that are no tables)
-  edit              write_file, replace_in_file (tick_box and add_item, for Markdown lists, are
-                    named when wanted: on the task suite they did not win beyond its noise)
+  edit              write_file, replace_in_file, tick_box, add_item, set_key: the tools that change
+                    files (the last three edit by what the user names: an item's words, a key)
   all               every built-in tool
   none              no tools at all (alone)
   module:function   a user tool; the module may also be a file, as in tools/weather.py:forecast
@@ -43,14 +43,7 @@ DEFAULT_TOOLS: tuple[str, ...] = ("list_dir", "read_file", "search_text", "calcu
 ToolItem = str | Callable[..., Any] | Tool | type[BaseModel]
 ToolsArgument = str | Sequence[ToolItem] | None
 KEYWORDS = ("default", "edit", "all", "none")
-EDIT_TOOLS = ("write_file", "replace_in_file")
-TOOLS_OPTION_HELP = (
-    "Comma-separated tools: built-in names (list_dir, read_file, search_text, calculator, query_tables, "
-    "run_python, write_file, replace_in_file, tick_box, add_item), 'default' (list_dir, read_file, "
-    "search_text and calculator), "
-    "'edit' (write_file and replace_in_file), 'all', "
-    "'none', or your own as module:function or path/to/file.py:function. Example: default,edit"
-)
+EDIT_TOOLS = ("write_file", "replace_in_file", "tick_box", "add_item", "set_key")
 
 
 class ToolLoadError(LocalagentError):
@@ -124,7 +117,7 @@ def _tools_for(item: ToolItem, builtins: dict[str, Tool], workspace: Workspace) 
     if item == "default":
         return _default_tools(builtins, workspace)
     if item == "edit":
-        return [builtin for name, builtin in builtins.items() if name in EDIT_TOOLS]
+        return [builtins[name] for name in EDIT_TOOLS]
     if item == "all":
         return list(builtins.values())
     if item in builtins:

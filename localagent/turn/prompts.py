@@ -203,6 +203,16 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
             "Thought: The change is made.\n"
             "Final Answer: pond.md now says herons: 5."
         )
+    if "tick_box" in names:
+        examples.append(
+            "Question: I have cleaned the owl box. Tick it off in boxes.md.\n"
+            "Thought: I tick the box of that item in boxes.md, named by its words.\n"
+            "Action: tick_box\n"
+            'Action Input: {"path": "boxes.md", "item": "owl box"}\n'
+            "Observation: Ticked line 2 of boxes.md: - [x] Clean the owl box\n"
+            "Thought: The change is made.\n"
+            "Final Answer: The owl box is ticked off in boxes.md."
+        )
     if not examples:
         return GENERIC_EXAMPLE if names - _FILE_TOOLS else None
     return "Examples, from another folder (a birdwatcher's notes):\n\n" + "\n\n".join(examples)
