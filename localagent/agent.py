@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from localagent.evidence.gathering import gather_evidence
 from localagent.evidence.index import WorkspaceIndex
 from localagent.loop.run_stream import RunStream
 from localagent.loop.runner import Runner, RunnerSettings, RunResult
+from localagent.loop.sources import answer_sources
 from localagent.loop.tool_execution import Approver, approve_all, deny_all
 from localagent.loop.transcript import Transcript, TranscriptPathError
 from localagent.models.registry import Progress
@@ -36,6 +38,7 @@ from localagent.tools.base import Tool
 from localagent.tools.files import workspace_listing
 from localagent.tools.loading import ToolsArgument, builtin_names, select_tools
 from localagent.tools.spec import dialect_note
+from localagent.tools.table_catalog import workspace_tables
 from localagent.tools.tables import tables_listing
 from localagent.tools.workspace import Workspace
 from localagent.turn import prompts
@@ -69,16 +72,16 @@ def opening_messages(
         files = prompts.with_tables(files, tables_listing(folder))
     return [
         SystemMessage(content=prompts.SYSTEM_PROMPT),
-        UserMessage(content=prompts.first_task(task, files, _evidence(index, task))),
+        UserMessage(content=prompts.first_task(task, files, _evidence(index, task, hidden))),
     ]
 
 
-def _evidence(index: WorkspaceIndex | None, task: str) -> str:
+def _evidence(index: WorkspaceIndex | None, task: str, hidden: Collection[Path] = ()) -> str:
     if index is None:
         return ""
-    index.refresh()
+    index.refresh(hidden)
     found = gather_evidence(index, task)
-    return prompts.evidence_block(found.passages, found.absent)
+    return prompts.evidence_block(found.passages, found.absent, found.counts)
 
 
 def _present(path: Path | None) -> list[Path]:
@@ -291,7 +294,14 @@ class Agent(ClosesOnExit):
                     tables=any(tool.name == "query_tables" for tool in self.tools),
                 )
                 if history is None
-                else [*history, UserMessage(content=prompts.with_evidence(task, _evidence(index, task)))]
+                else [
+                    *history,
+                    UserMessage(
+                        content=prompts.with_evidence(
+                            task, _evidence(index, task, _present(self.transcript_path))
+                        )
+                    ),
+                ]
             )
             runner = Runner(
                 turn,
@@ -301,7 +311,14 @@ class Agent(ClosesOnExit):
                 approve=self.approve,
                 transcript=self._transcript,
             )
-            return runner.run(messages, cancel)
+            result = runner.run(messages, cancel)
+            if result.status != "final":
+                return result
+            return replace(result, sources=answer_sources(result.messages, result.answer, self._table_origin))
+
+    def _table_origin(self, name: str) -> str | None:
+        """The file (or folder) a table of the workspace is read from, by its SQL name."""
+        return next((table.origin for table in workspace_tables(self.workspace) if table.name == name), None)
 
     def _index(self) -> WorkspaceIndex:
         """The index of the workspace's text, opened on the first run and brought up to date at each."""

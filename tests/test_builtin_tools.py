@@ -186,24 +186,28 @@ def test_a_symlink_loop_is_a_clear_error(tools: FileTools, ws: Path) -> None:
 
 def test_search_text_finds_literal_text(tools: FileTools) -> None:
     assert tools.search_text("hello") == (
-        "Matches for 'hello' in .:\nREADME.md:2: hello world  (under '# Demo')\nsrc/main.py:4: print('hello')"
+        "Matches for 'hello' in . (2 matching lines in 2 files):\n"
+        "README.md:2: hello world  (under '# Demo')\nsrc/main.py:4: print('hello')"
     )
     # Literal by default: the parenthesis is not a regex group.
-    assert tools.search_text("print(") == "Matches for 'print(' in .:\nsrc/main.py:4: print('hello')"
+    assert (
+        tools.search_text("print(")
+        == "Matches for 'print(' in . (1 matching line):\nsrc/main.py:4: print('hello')"
+    )
 
 
 def test_plain_search_ignores_case_and_a_regex_does_only_with_a_capital_letter(tools: FileTools) -> None:
     assert tools.search_text("HELLO WORLD") == (
-        "Matches for 'HELLO WORLD' in .:\nREADME.md:2: hello world  (under '# Demo')"
+        "Matches for 'HELLO WORLD' in . (1 matching line):\nREADME.md:2: hello world  (under '# Demo')"
     )
     assert tools.search_text("HELLO", regex=True).startswith("No matches for 'HELLO'")
     assert tools.search_text("hel+o w", regex=True) == (
-        "Matches for 'hel+o w' in .:\nREADME.md:2: hello world  (under '# Demo')"
+        "Matches for 'hel+o w' in . (1 matching line):\nREADME.md:2: hello world  (under '# Demo')"
     )
     # An escape is no capital letter of the text: \S still ignores case, a literal capital does not.
     assert tools.search_text(r"HEL\S+", path="README.md", regex=True).startswith("No matches")
     assert tools.search_text(r"\Wdemo", path="README.md", regex=True) == (
-        "Matches for '\\\\Wdemo' in README.md:\nREADME.md:1: # Demo\n  2: hello world"
+        "Matches for '\\\\Wdemo' in README.md (1 matching line):\nREADME.md:1: # Demo\n  2: hello world"
     )
 
 
@@ -212,7 +216,7 @@ def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
 ) -> None:
     (ws / "bins.py").write_text("SPARE_PART_LIMIT = 5\nspare = 1\n")
     assert tools.search_text("spare-part limit") == (
-        "No line holds 'spare-part limit' as written; lines in . with all of its words:\n"
+        "No line holds 'spare-part limit' as written; lines in . with all of its words (1 matching line):\n"
         "bins.py:1: SPARE_PART_LIMIT = 5"
     )
 
@@ -220,13 +224,15 @@ def test_a_phrase_not_found_as_written_falls_back_to_lines_with_all_its_words(
 def test_a_question_phrase_falls_back_to_lines_with_most_of_its_words(tools: FileTools, ws: Path) -> None:
     (ws / "club.md").write_text("# Chess club, 4 March\nPresent: Ilka, Tove\n# Quiz club, 1 May\n")
     assert tools.search_text("chess club meetings in March") == (
-        "No line holds all the words of 'chess club meetings in March'; lines in . with most of them:\n"
+        "No line holds all the words of 'chess club meetings in March'; lines in . with most of them "
+        "(1 matching line):\n"
         "club.md:1: # Chess club, 4 March\n"
         "  2: Present: Ilka, Tove"
     )
     # Half the words is enough; lines with more of them come first.
     assert tools.search_text("quiz chess club in May") == (
-        "No line holds all the words of 'quiz chess club in May'; lines in . with most of them:\n"
+        "No line holds all the words of 'quiz chess club in May'; lines in . with most of them "
+        "(2 matching lines):\n"
         "club.md:3: # Quiz club, 1 May\nclub.md:1: # Chess club, 4 March\n  2: Present: Ilka, Tove"
     )
 
@@ -234,7 +240,8 @@ def test_a_question_phrase_falls_back_to_lines_with_most_of_its_words(tools: Fil
 def test_two_key_words_fall_back_to_lines_with_either(tools: FileTools, ws: Path) -> None:
     (ws / "relay.toml").write_text('[logging]\nlevel = "notice"\nport = 80\n')
     assert tools.search_text("the log level", path="relay.toml") == (
-        "No line holds all the words of 'the log level'; lines in relay.toml with most of them:\n"
+        "No line holds all the words of 'the log level'; lines in relay.toml with most of them "
+        "(2 matching lines):\n"
         'relay.toml:1: [logging]\nrelay.toml:2: level = "notice"'
     )
 
@@ -244,7 +251,8 @@ def test_a_code_not_found_as_written_is_found_with_other_separators_never_by_its
 ) -> None:
     (ws / "loans.csv").write_text("loan,tool,days\nL0917,ladder,2\nL-0918,drill,1\nL09170,saw,3\n")
     assert tools.search_text("L-0917", path="loans.csv") == (
-        "No line holds 'L-0917' as written; lines in loans.csv with it written another way:\n"
+        "No line holds 'L-0917' as written; lines in loans.csv with it written another way "
+        "(1 matching line):\n"
         "loans.csv:2: L0917,ladder,2"
     )
     # Lines holding only "l" or only "0919" are not that code.
@@ -254,7 +262,7 @@ def test_a_code_not_found_as_written_is_found_with_other_separators_never_by_its
 
 def test_a_search_for_a_file_name_points_at_the_file(tools: FileTools) -> None:
     assert tools.search_text("main.py") == (
-        "No line holds all the words of 'main.py'; lines in . with most of them:\n"
+        "No line holds all the words of 'main.py'; lines in . with most of them (1 matching line):\n"
         "src/main.py:3: def main():\n"
         "Files whose names contain it: src/main.py. Read one with read_file."
     )
@@ -279,7 +287,8 @@ def test_plain_words_searched_as_a_regex_still_fall_back_to_some_of_the_words(
 ) -> None:
     (ws / "relay.toml").write_text('[logging]\nlevel = "notice"\n')
     assert tools.search_text("log level", regex=True).startswith(
-        "No line holds all the words of 'log level'; lines in . with most of them:\nrelay.toml:1: [logging]"
+        "No line holds all the words of 'log level'; lines in . with most of them (2 matching lines):\n"
+        "relay.toml:1: [logging]"
     )
     assert tools.search_text("log.level", regex=True).startswith("No matches for 'log.level'")
 
@@ -299,14 +308,15 @@ def test_a_match_in_markdown_names_its_heading_and_other_files_do_not(tools: Fil
     (ws / "CHANGELOG.md").write_text("# Changelog\n\n## 0.7.0\n- Add the `export` command.\n")
     (ws / "relay.toml").write_text("# export settings\nexport = true\n")
     assert tools.search_text("export") == (
-        "Matches for 'export' in .:\n"
+        "Matches for 'export' in . (3 matching lines in 2 files):\n"
         "CHANGELOG.md:4: - Add the `export` command.  (under '## 0.7.0')\n"
         "relay.toml:1: # export settings\n"
         "relay.toml:2: export = true"
     )
     # A heading that matches is shown with the lines of its section.
     assert tools.search_text("0.7.0") == (
-        "Matches for '0.7.0' in .:\nCHANGELOG.md:3: ## 0.7.0\n  4: - Add the `export` command."
+        "Matches for '0.7.0' in . (1 matching line):\n"
+        "CHANGELOG.md:3: ## 0.7.0\n  4: - Add the `export` command."
     )
 
 
@@ -339,10 +349,10 @@ def test_a_heading_that_matches_shows_the_first_lines_of_its_section(tools: File
 
 def test_search_text_with_a_regex_and_a_path(tools: FileTools) -> None:
     assert tools.search_text(r"^def \w+\(", path="src", regex=True) == (
-        "Matches for '^def \\\\w+\\\\(' in src:\nsrc/main.py:3: def main():"
+        "Matches for '^def \\\\w+\\\\(' in src (1 matching line):\nsrc/main.py:3: def main():"
     )
     assert tools.search_text("import", path="src/main.py") == (
-        "Matches for 'import' in src/main.py:\nsrc/main.py:1: import os"
+        "Matches for 'import' in src/main.py (1 matching line):\nsrc/main.py:1: import os"
     )
 
 
@@ -381,21 +391,48 @@ def test_search_text_skips_binary_files_and_vcs_cache_and_venv_directories(
         (ws / directory).mkdir()
         (ws / directory / "file.txt").write_text("needle\n")
     (ws / "src" / "found.txt").write_text("a needle here\n")
-    assert tools.search_text("needle") == "Matches for 'needle' in .:\nsrc/found.txt:1: a needle here"
+    assert (
+        tools.search_text("needle")
+        == "Matches for 'needle' in . (1 matching line):\nsrc/found.txt:1: a needle here"
+    )
     # Asked for by name, a directory the walk leaves out is searched.
     assert (
-        tools.search_text("needle", path=".git") == "Matches for 'needle' in .git:\n.git/file.txt:1: needle"
+        tools.search_text("needle", path=".git")
+        == "Matches for 'needle' in .git (1 matching line):\n.git/file.txt:1: needle"
     )
 
 
-def test_search_text_is_capped_with_a_notice(tools: FileTools, ws: Path) -> None:
+def test_search_text_is_capped_with_a_notice_that_counts_every_matching_line(
+    tools: FileTools, ws: Path
+) -> None:
     (ws / "many.txt").write_text("match\n" * (SEARCH_MATCH_LIMIT + 30))
     output = tools.search_text("match", path="many.txt").splitlines()
     assert len(output) == SEARCH_MATCH_LIMIT + 2
+    assert output[0] == f"Matches for 'match' in many.txt ({SEARCH_MATCH_LIMIT + 30} matching lines):"
     assert output[SEARCH_MATCH_LIMIT] == f"many.txt:{SEARCH_MATCH_LIMIT}: match"
     assert output[-1] == (
-        f"[Stopped after {SEARCH_MATCH_LIMIT} matches; there are more. "
-        "Use a more specific pattern or a smaller path.]"
+        f"[Shown: the first {SEARCH_MATCH_LIMIT} of the {SEARCH_MATCH_LIMIT + 30} matching lines. "
+        "Use a more specific pattern or a smaller path to see others.]"
+    )
+
+
+def test_search_text_counts_the_matching_lines_of_every_file(tools: FileTools, ws: Path) -> None:
+    (ws / "hives").mkdir()
+    (ws / "hives" / "north.txt").write_text("swarm seen\ncalm\n" * 40)  # 40 matching lines
+    (ws / "hives" / "south.txt").write_text("swarm seen\n" * 25 + "Swarm caught\n")  # 26
+    output = tools.search_text("swarm", path="hives").splitlines()
+    # every matching line is counted, also those of a file no line of which is shown
+    assert output[0] == "Matches for 'swarm' in hives (66 matching lines in 2 files):"
+    assert output[-1].startswith(f"[Shown: the first {SEARCH_MATCH_LIMIT} of the 66 matching lines.")
+    assert sum(line.startswith("hives/") for line in output) == SEARCH_MATCH_LIMIT
+    one = tools.search_text("caught", path="hives").splitlines()
+    assert one == ["Matches for 'caught' in hives (1 matching line):", "hives/south.txt:26: Swarm caught"]
+
+
+def test_search_text_counts_the_matching_lines_shown_under_a_heading(tools: FileTools, ws: Path) -> None:
+    (ws / "log.md").write_text("# Swarms\nSwarm 1 in May\nSwarm 2 in June\n\n# Other\nA swarm in July\n")
+    assert tools.search_text("swarm", path="log.md").splitlines()[0] == (
+        "Matches for 'swarm' in log.md (4 matching lines):"
     )
 
 
@@ -900,7 +937,7 @@ def test_a_repeated_search_that_found_nothing_in_a_folder_searches_all_files(
         [
             REPEATED_CALL,
             "It found nothing in src; the same search of all files:",
-            "Matches for 'sluice' in .:",
+            "Matches for 'sluice' in . (1 matching line):",
             "lock.md:2: The sluice gate opens at dawn.  (under '# Lock')",
         ]
     )

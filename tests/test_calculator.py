@@ -140,7 +140,7 @@ def test_with_run_python_offered_code_in_the_calculator_gets_one_line_naming_it(
             calculator_offered.run({"expression": code}, CancelToken())
         assert str(refused.value) == (
             "The calculator takes arithmetic on numbers only, like '(2 + 3) * 4'. "
-            "To compute over the values in a file, write Python for run_python."
+            "To compute over the values in a file, use run_python."
         )
     with pytest.raises(ToolError, match=r"^Division by zero\.$"):
         calculator_offered.run({"expression": "1 / 0"}, CancelToken())

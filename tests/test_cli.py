@@ -329,9 +329,10 @@ def test_parse_prints_each_kind_of_result() -> None:
     ids=["unknown-tool", "schema", "other-named-tool"],
 )
 def test_parse_reports_what_the_runner_would_tell_the_model(
-    reply: str, options: list[str], tool_error: str
+    reply: str, options: list[str], tool_error: str, tmp_path: Path
 ) -> None:
-    result = localagent("parse", *options, stdin=reply)
+    # in a folder with no data files, whose default tools are the four read-only ones
+    result = localagent("parse", *options, stdin=reply, cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     (request,) = json.loads(result.stdout)["requests"]
     assert (request["parse_error"], request["tool_error"]) == (None, tool_error)

@@ -12,6 +12,7 @@ LAYERS: list[set[str]] = [
     {"errors", "schema_grammar", "__version__"},
     {"core"},
     {"tools", "mcp_servers"},
+    {"evidence"},
     {"turn"},
     {"formats", "models"},
     {"settings"},

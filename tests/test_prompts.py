@@ -14,6 +14,7 @@ import pytest
 
 from localagent.core.cancel import CancelToken
 from localagent.core.messages import NamedToolChoice
+from localagent.evidence.passages import Passage
 from localagent.tools.loading import builtin_tools
 from localagent.tools.spec import ToolSpec
 from localagent.tools.workspace import Workspace
@@ -59,6 +60,11 @@ SAMPLE_ARGUMENTS: dict[str, Any] = {
     "path": "wares.csv",
     "line_number": 8,
     "line": "KT-307,Pine breadboard,kitchen,27.00,9",
+    "tables": "- wares (wares.csv, 4 rows): sku, name, category (home/kitchen), price",
+    "evidence": "From the files, the lines that share most words with the question:\nnotes.txt, line 2:\n"
+    "2: b",
+    "passages": [Passage("notes.txt", 2, 3, "## Spring", "b\nc")],
+    "absent": [],
 }
 # Concrete values that were copied into answers by small models when a prompt held them.
 COPYABLE = re.compile(r"12 \* 7|\b84\b|src/main\.py|sqrt\(16\)|the final answer to the question")
@@ -124,8 +130,8 @@ def test_each_worked_example_calls_a_real_tool_with_valid_arguments(tmp_path: Pa
     calls = re.findall(
         r"^Action: (\w+)\nAction Input: ([^\n]+)\nObservation: (.*?)\n(?:Thought|Final)", example, re.M | re.S
     )
+    # The evidence put before a question takes the place of a search in the examples.
     assert {name for name, _, _ in calls} >= {
-        "search_text",
         "read_file",
         "calculator",
         "query_tables",

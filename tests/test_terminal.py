@@ -14,6 +14,7 @@ import pexpect
 import pytest
 
 from localagent.loop.transcript import read_messages
+from localagent.turn import prompts
 
 WRITE = 'Thought: save it\nAction: write_file\nAction Input: {"path": "out.txt", "content": "hello"}\n'
 DONE = "Thought: done\nFinal Answer: finished"
@@ -127,7 +128,8 @@ def test_chat_keeps_history_and_answers_slash_commands(tmp_path: Path) -> None:
         "tool",
         "assistant",
     ]
-    assert history[3]["content"] == "what is 6 times 7?"
+    # each question comes after the lines of the files that share its words, when there are some
+    assert prompts.question_of(history[3]["content"]) == "what is 6 times 7?"
 
 
 def test_first_ctrl_c_cancels_cleanly_and_keeps_the_transcript(tmp_path: Path) -> None:
@@ -211,8 +213,9 @@ def test_chat_lines_can_be_edited_and_recalled_with_up(tmp_path: Path) -> None:
     child.expect("saved")
     child.sendeof()
     child.expect(pexpect.EOF)
-    # The first task opens with the workspace listing; each ends with what was typed.
-    users = [m["content"].splitlines()[-1] for m in json.loads(saved.read_text()) if m["role"] == "user"]
+    # The first task opens with the workspace listing, each with the evidence found for it; each
+    # question is what was typed.
+    users = [prompts.question_of(m["content"]) for m in json.loads(saved.read_text()) if m["role"] == "user"]
     assert users == ["hello world", "hello world"]
     kept = (state / "localagent" / "chat_history").read_text().splitlines()
     assert kept[-2:] == ["hello world", f"/save {saved}"]

@@ -12,7 +12,7 @@ import pytest
 from test_workspace_listing import make
 
 from localagent.tools.files import FileTools, workspace_listing
-from localagent.tools.tables import data_tables
+from localagent.tools.table_catalog import workspace_tables
 from localagent.tools.walk import WorkspaceWalk, workspace_paths
 from localagent.tools.workspace import Workspace
 
@@ -141,7 +141,10 @@ def test_the_data_tables_come_from_the_same_walk(tmp_path: Path) -> None:
             "prices.csv": "item,price\npen,2\n",
         },
     )
-    assert [table.name for table in data_tables(workspace)] == [".data/rates.csv", "prices.csv"]
+    assert [(table.name, table.source) for table in workspace_tables(workspace)] == [
+        ("rates", ".data/rates.csv"),
+        ("prices", "prices.csv"),
+    ]
 
 
 def test_the_walk_stops_at_its_file_limit(project: Workspace) -> None:

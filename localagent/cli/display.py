@@ -43,6 +43,11 @@ def changes_line(changed: Sequence[str], tools: Sequence[Tool]) -> str | None:
     return f"Changed: {', '.join(changed)}" if changed else "No file was changed."
 
 
+def sources_line(sources: Sequence[str]) -> str:
+    """The places an answer rests on, said after it, dimmed."""
+    return f"Sources: {', '.join(sources)}"
+
+
 def colors_allowed() -> bool:
     """False when the person asked for no colors (NO_COLOR, no-color.org) or the terminal has none."""
     return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from localagent.cli.agent_setup import WORKSPACE_OPTION, YES_OPTION, open_agent
-from localagent.cli.display import changes_line, shorten
+from localagent.cli.display import changes_line, colors_allowed, shorten, sources_line
 from localagent.cli.interrupt import cancel_on_interrupt
 from localagent.cli.options import backend_options, settings_from
 from localagent.core import paths
@@ -29,7 +29,7 @@ from localagent.loop.transcript import default_transcript_path
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object: status, answer, steps, changed, usage, messages, transcript.",
+    help="Print one JSON object: status, answer, steps, changed, sources, usage, messages, transcript.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print only the answer.")
 @click.option(
@@ -75,6 +75,7 @@ def report(result: RunResult, transcript: Path, *, as_json: bool, changes: str |
             "answer": result.answer,
             "steps": result.steps,
             "changed": list(result.changed),
+            "sources": list(result.sources),
             "usage": result.usage.model_dump(),
             "messages": HISTORY.dump_python(result.messages, mode="json"),
             "transcript": str(transcript),
@@ -85,6 +86,13 @@ def report(result: RunResult, transcript: Path, *, as_json: bool, changes: str |
         return
     if result.answer:
         click.echo(result.answer)
+    if result.sources:
+        # dimmed where the terminal shows colours; click drops the style on a pipe
+        click.echo(
+            click.style(sources_line(result.sources), dim=True),
+            err=True,
+            color=None if colors_allowed() else False,
+        )
     if changes:
         click.echo(changes, err=True)
     if result.status != "final":

@@ -3,11 +3,12 @@ a budget, and the key terms of the question that no file holds at all."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from localagent.evidence.index import Hit, WorkspaceIndex
 from localagent.evidence.passages import Passage
-from localagent.evidence.question import key_terms, search_terms
+from localagent.evidence.question import code_terms, key_terms, search_terms
 
 EVIDENCE_CHARS = 1200  # about 350 tokens of passages
 PASSAGES_PER_FILE = 3
@@ -15,13 +16,18 @@ RELEVANT_SHARE = 0.5  # a passage scoring less than this share of the best one's
 _CANDIDATES = 40
 
 
+_ASKS_A_COUNT = re.compile(r"\b(how many|number of|count)\b", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Evidence:
     passages: tuple[Passage, ...]  # best first
     absent: tuple[str, ...]  # key terms of the question no file holds
+    # for a question that asks how many: each key term, with the files holding it and their line counts
+    counts: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.passages or self.absent)
+        return bool(self.passages or self.absent or self.counts)
 
 
 def gather_evidence(index: WorkspaceIndex, task: str, budget: int = EVIDENCE_CHARS) -> Evidence:
@@ -36,7 +42,13 @@ def gather_evidence(index: WorkspaceIndex, task: str, budget: int = EVIDENCE_CHA
     if hits:
         # bm25 scores are negative, the best lowest: keep what scores at least half as well.
         hits = [hit for hit in hits if hit.score <= hits[0].score * RELEVANT_SHARE]
-    return Evidence(tuple(_within_budget(hits, budget)), ())
+    counts: list[tuple[str, tuple[tuple[str, int], ...]]] = []
+    if is_question and _ASKS_A_COUNT.search(task):
+        for term in code_terms(task):
+            found = index.line_counts(term)
+            if found:
+                counts.append((term, tuple(found)))
+    return Evidence(tuple(_within_budget(hits, budget)), (), tuple(counts))
 
 
 def _within_budget(hits: list[Hit], budget: int) -> list[Passage]:

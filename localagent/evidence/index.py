@@ -14,7 +14,7 @@ import re
 import sqlite3
 import stat
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +27,7 @@ INDEXED_FILES = 5000  # a bigger folder (a home folder) is indexed as far as thi
 INDEXED_BYTES = 2_000_000  # a bigger file is left out
 KEPT_INDEXES = 64  # index databases kept on disk, the least recently used going first
 _SCHEMA_VERSION = "1"
-# Porter stemming folds "restarted" into "restart"; remove_diacritics folds "Kraków" into "krakow".
+# Porter stemming folds "restarted" into "restart"; remove_diacritics folds "Zürich" into "zurich".
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 _BINARY_SNIFF = 8192
 _WORD_SPLIT = re.compile(r"[^\w]+|_")
@@ -55,9 +55,16 @@ class WorkspaceIndex:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def refresh(self) -> None:
-        """Read again every file whose size or modification time changed; forget deleted ones."""
+    def refresh(self, hidden: Collection[Path] = ()) -> None:
+        """Read again every file whose size or modification time changed; forget deleted ones, and
+        the `hidden` ones (the run's own transcript, which would quote earlier answers as evidence)."""
         _, paths = workspace_paths(self.workspace, INDEXED_FILES)
+        left_out = {
+            self.workspace.relative(real)
+            for real in map(Path.resolve, hidden)
+            if self.workspace.contains(real)
+        }
+        paths = [path for path in paths if path not in left_out]
         known = dict(self._db.execute("SELECT path, version FROM files").fetchall())
         seen: set[str] = set()
         with self._db:
@@ -99,6 +106,28 @@ class WorkspaceIndex:
         row = self._db.execute("SELECT 1 FROM passages WHERE passages MATCH ? LIMIT 1", (phrase,)).fetchone()
         return row is not None or self._names_hold(term)
 
+    def line_counts(self, term: str, limit: int = 3) -> list[tuple[str, int]]:
+        """The files with the most lines that hold `term` as a word, and how many each: exact, read
+        from the files, in the term's case when it has capitals (as ripgrep's smart case)."""
+        phrase = _phrase(term)
+        if not phrase:
+            return []
+        paths = [
+            path
+            for (path,) in self._db.execute(
+                "SELECT DISTINCT path FROM passages WHERE passages MATCH ?", (phrase,)
+            )
+        ]
+        flags = 0 if any(char.isupper() for char in term) else re.IGNORECASE
+        pattern = re.compile(rf"(?<!\w){re.escape(term)}(?!\w)", flags)
+        counts = []
+        for path in paths:
+            text = _text(self.workspace.root / path)
+            found = sum(1 for line in (text or "").splitlines() if pattern.search(line))
+            if found:
+                counts.append((path, found))
+        return sorted(counts, key=lambda item: -item[1])[:limit]
+
     def _names_hold(self, term: str) -> bool:
         words = _words(term)
         return any(
@@ -112,7 +141,8 @@ class WorkspaceIndex:
 
     def _add(self, passages: Iterable[Passage]) -> None:
         self._db.executemany(
-            "INSERT INTO passages (name, context, text, path, first_line, last_line) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO passages (name, context, text, path, first_line, last_line) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             ((_name_words(p.path), p.context, p.text, p.path, p.first_line, p.last_line) for p in passages),
         )
 

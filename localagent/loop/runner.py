@@ -70,6 +70,7 @@ class RunResult:
     usage: Usage
     error: str | None = None
     changed: tuple[str, ...] = ()  # what the run's tools changed, in order: paths (or a pathless tool's name)
+    sources: tuple[str, ...] = ()  # the places shown to the model that hold the answer's values
 
 
 @dataclass

@@ -355,6 +355,7 @@ class FileTools:
             if opened is not None:
                 if _SAYS_SOMETHING.search(text):
                     below.append((number, text.strip()))  # shown under its heading, even when it matches
+                found.matched += matches(text)
                 continue
             if matches(text):
                 found.matched += 1

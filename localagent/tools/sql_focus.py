@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from localagent.tools.calendar_words import MONTHS
 from localagent.tools.table_catalog import DataTable
 
 Computation = Literal["AVG", "PERCENT", "MAX", "MIN"]
@@ -30,19 +31,21 @@ CUES: tuple[tuple[Computation, re.Pattern[str]], ...] = (
     ),
     ("MIN", re.compile(r"\b(least|smallest|lowest|minimum|shortest|cheapest|fewest)\b", re.IGNORECASE)),
 )
-MONTHS = "january february march april may june july august september october november december".split()
-_MONTH = re.compile(r"\b(" + "|".join(MONTHS) + r")\b", re.IGNORECASE)
-_MONTH_NAMES = "|".join(MONTHS)
+# Months are capitalised: "if I may ask" names no month.
+_MONTH_NAMES = "|".join(month.capitalize() for month in MONTHS)
+_MONTH = re.compile(rf"\b({_MONTH_NAMES})\b")
 _DAY_MONTH = re.compile(
-    rf"\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?({_MONTH_NAMES})\b|\b({_MONTH_NAMES})\s+\d{{1,2}}(st|nd|rd|th)?\b(?!\d)",
-    re.IGNORECASE,
+    rf"\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?({_MONTH_NAMES})\b"
+    rf"|\b({_MONTH_NAMES})\s+\d{{1,2}}(st|nd|rd|th)?\b(?!\d)",
 )
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 # Words too common to name a thing by: a question's "what" is not the value "What it costs".
 _COMMON_WORDS = frozenset(
-    "what when where which with from that this these those have been were they them their there about "
-    "after before into over under more most less than then also only just some many much each every "
-    "other same such very your yours mine ours does done make made take give total number".split()
+    """
+    what when where which with from that this these those have been were they them their there about
+    after before into over under more most less than then also only just some many much each every
+    other same such very your yours mine ours does done make made take give total number
+    """.split()  # noqa: SIM905 - a word list reads best as words
 )
 WORD_MATCHES_KEPT = 3  # more values of one column sharing a word with the question say nothing
 
@@ -90,13 +93,17 @@ def _period_month(question: str) -> list[int]:
 
 def _named_ids(cells: set[str], folded: str) -> tuple[str, ...]:
     """Of a column with many values (an ID, a name), the ones the question writes whole."""
-    named = [cell for cell in cells if _is_name(cell) and f" {' '.join(_WORD.findall(cell.lower()))} " in folded]
+    named = [
+        cell for cell in cells if _is_name(cell) and f" {' '.join(_WORD.findall(cell.lower()))} " in folded
+    ]
     return tuple(sorted(named)) if 0 < len(named) <= WORD_MATCHES_KEPT else ()
 
 
 def _named_values(cells: set[str], folded: str, words: set[str]) -> tuple[str, ...]:
     """The cells the question names: written whole, or (for a name) by one of its longer words."""
-    whole = [cell for cell in cells if _is_name(cell) and f" {' '.join(_WORD.findall(cell.lower()))} " in folded]
+    whole = [
+        cell for cell in cells if _is_name(cell) and f" {' '.join(_WORD.findall(cell.lower()))} " in folded
+    ]
     if whole:
         return tuple(sorted(whole))
     by_word = [
@@ -109,7 +116,7 @@ def _named_values(cells: set[str], folded: str, words: set[str]) -> tuple[str, .
 
 
 def _is_name(cell: str) -> bool:
-    """A value that names one thing (`Thea`, `J-0187`), not a plain word (`paid`) a question may
+    """A value that names one thing (`Ada`, `B-2210`), not a plain word (`paid`) a question may
     use in passing: such words are left for the model to test or not."""
     return len(cell) > 1 and (cell[:1].isupper() or any(char.isdigit() for char in cell))
 

@@ -42,7 +42,9 @@ _SHARED = {
 }
 
 
-def sql_schema(tables: Sequence[DataTable], description: str, focus: Focus | None = None) -> dict[str, object]:
+def sql_schema(
+    tables: Sequence[DataTable], description: str, focus: Focus | None = None
+) -> dict[str, object]:
     """The JSON schema of a query string over `tables`, carrying its grammar for the schema compiler;
     with a question's `focus`, the conditions and the computation the question fixes."""
     return {"type": "string", "description": description, "x-lark": sql_terminals(tables, focus)}
@@ -150,29 +152,33 @@ def _query(
         where = define("WHERE", f'" WHERE " {test} {next_test}~0..4') + "?"
     next_column = define("NEXT_COL", f'", " {column}')
     group = define("GROUP", f'" GROUP BY " {column} {next_column}~0..2 (" HAVING " {aggregate} CMP NUM)?')
-    order_item = define("ORDER_ITEM", f'({column} | {aggregate} | /\\d/) (" ASC" | " DESC")?')
+    order_item = define("ORDER_ITEM", f'({column} | {aggregate} | ALIAS | /\\d/) (" ASC" | " DESC")?')
     next_order = define("NEXT_ORDER", f'", " {order_item}')
     order = define("ORDER", f'" ORDER BY " {order_item} {next_order}~0..2')
-    select = f'"SELECT " "DISTINCT "? ("*" | {item} {next_item}~0..7)'
+    select = f'"SELECT " "DISTINCT "? ("*" | {item} {next_item}~0..3)'
     before = define("ITEM_BEFORE", f'{item} ", "')
 
-    def select_with(value: str) -> str:
-        """A select list that holds `value`, rounded or not, among its items."""
+    grouping = define("GROUPING", f'{column} ", "')
+
+    def select_with(value: str, *, first: bool) -> str:
+        """A select list that holds `value`, rounded or not: after nothing but the columns a group is
+        named by (`SELECT city, AVG(price)`), or among any items."""
         wanted = f'("ROUND(" {value} ", " /\\d/ ")" | {value}) (" AS " ALIAS)?'
-        return f'"SELECT " {before}~0..3 {wanted} {next_item}~0..7'
+        return f'"SELECT " {grouping if first else before}~0..3 {wanted} {next_item}~0..3'
 
     if focus.computation == "AVG":
-        select = select_with(f'"AVG(" {argument}')
+        select = select_with(f'"AVG(" {argument}', first=True)
     elif focus.computation == "PERCENT":
-        select = select_with(f'"100.0 * " {term} {next_term}~1..3')
+        select = select_with(f'"100.0 * " {term} {next_term}~1..3', first=True)
     rest = f"{where} {group}? {order}? LIMIT?"
     query = f'{define("SELECT", select)} " FROM " {source} {rest}'
     if focus.computation in ("MAX", "MIN"):
         extreme = f'"{focus.computation}(" {arithmetic} ")"'
-        by_value = f'{select_with(extreme)} " FROM " {source} {where} {group}?'
+        by_value = f'{select_with(extreme, first=False)} " FROM " {source} {where} {group}?'
         direction = '" DESC"' if focus.computation == "MAX" else '" ASC"?'
-        top_item = f"({column} | {aggregate} | /\\d/) {direction}"
-        by_order = f'{define("SELECT", select)} " FROM " {source} {where} {group}? " ORDER BY " {top_item} {next_order}~0..2 LIMIT'
+        top_item = f"({column} | {aggregate} | ALIAS | /\\d/) {direction}"
+        ordered = f'" ORDER BY " {top_item} {next_order}~0..2 LIMIT'
+        by_order = f'{define("SELECT", select)} " FROM " {source} {where} {group}? {ordered}'
         query = f"{define('BY_VALUE', by_value)} | {define('BY_ORDER', by_order)}"
     return define("QUERY", query)
 

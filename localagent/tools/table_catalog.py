@@ -21,11 +21,12 @@ from pathlib import PurePosixPath
 from localagent.tools.base import ToolError
 from localagent.tools.bibtex import bibtex_records
 from localagent.tools.data_records import DATA_BYTES_LIMIT, read_records
-from localagent.tools.walk import workspace_paths
 from localagent.tools.markdown_tables import TASK_COLUMNS, pipe_tables, task_rows
+from localagent.tools.walk import workspace_paths
 from localagent.tools.workspace import Workspace
 
 DATA_FILE_LIMIT = 100  # data files a workspace may offer as tables
+MARKDOWN_FILE_LIMIT = 300  # Markdown files looked into for tables and task lists
 WALK_FILE_LIMIT = 5000  # files looked at while looking for them, so a home folder is not walked whole
 FEW_VALUES = 20  # a text column with at most this many distinct values has them listed
 VALUE_CHARS = 40  # ... each at most this long
@@ -36,80 +37,16 @@ _INTEGER = re.compile(r"[-+]?\d+")
 _GROUPED = re.compile(r"[-+]?[€$£¥]?\s?\d{1,3}(?:,\d{3})+(?:\.\d+)?")  # 1,234.50
 _MONEY = re.compile(r"[-+]?[€$£¥]\s?\d+(?:\.\d+)?")
 _SAFE_VALUE = re.compile(r"[^'\"\\\x00-\x1f]+")  # a value the grammar can write between quotes
-# SQL words a column cannot be called without quotes; such a column gets a _ after its name.
+# The SQLite keywords that cannot stand bare as a table or column name (each tried in SQLite 3), and
+# the current_* that read as today's date: such a name gets a _ after it, so a query needs no quotes.
 _RESERVED = frozenset(
-    [
-        "abort",
-        "add",
-        "all",
-        "alter",
-        "and",
-        "as",
-        "asc",
-        "between",
-        "by",
-        "case",
-        "check",
-        "collate",
-        "column",
-        "commit",
-        "constraint",
-        "create",
-        "cross",
-        "default",
-        "delete",
-        "desc",
-        "distinct",
-        "drop",
-        "else",
-        "end",
-        "escape",
-        "except",
-        "exists",
-        "foreign",
-        "from",
-        "full",
-        "group",
-        "having",
-        "if",
-        "in",
-        "index",
-        "inner",
-        "insert",
-        "intersect",
-        "into",
-        "is",
-        "join",
-        "left",
-        "like",
-        "limit",
-        "natural",
-        "not",
-        "null",
-        "of",
-        "on",
-        "or",
-        "order",
-        "outer",
-        "primary",
-        "references",
-        "right",
-        "select",
-        "set",
-        "table",
-        "then",
-        "to",
-        "transaction",
-        "union",
-        "unique",
-        "update",
-        "using",
-        "values",
-        "when",
-        "where",
-        "window",
-        "with",
-    ]
+    """
+    add all alter and as autoincrement between case cast check collate commit constraint create
+    current_date current_time current_timestamp default deferrable delete distinct drop else escape
+    except exists foreign from group having in index insert intersect into is isnull join limit not
+    nothing notnull null on or order primary raise references returning select set table then to
+    transaction union unique update using values when where
+    """.split()  # noqa: SIM905 - a word list reads best as words
 )
 
 
@@ -127,6 +64,7 @@ class DataTable:
     source: str  # what it is read from, as the model is told
     columns: tuple[Column, ...]
     rows: tuple[tuple[object, ...], ...]
+    origin: str = ""  # the file it is read from, or its folder's path and a "/"
 
     def column(self, name: str) -> Column | None:
         return next((column for column in self.columns if column.name == name), None)
@@ -141,7 +79,7 @@ class _Raw:
     source: str
     header: list[str]
     rows: list[list[str]]
-    path: str  # its file ("" for a folder's table)
+    path: str  # its file, or its folder's path and a "/"
 
 
 _cache: dict[str, tuple[tuple[tuple[str, str], ...], list[DataTable]]] = {}
@@ -163,8 +101,10 @@ def workspace_tables(workspace: Workspace) -> list[DataTable]:
 
 def _candidate_files(workspace: Workspace) -> list[str]:
     _, files = workspace_paths(workspace, WALK_FILE_LIMIT)
-    suffixes = _DATA_SUFFIXES + _MARKDOWN_SUFFIXES
-    return sorted(path for path in files if path.lower().endswith(suffixes))[:DATA_FILE_LIMIT]
+    data = sorted(path for path in files if path.lower().endswith(_DATA_SUFFIXES))
+    # Markdown files come after the data files, so that notes without a table take no data file's place.
+    markdown = sorted(path for path in files if path.lower().endswith(_MARKDOWN_SUFFIXES))
+    return data[:DATA_FILE_LIMIT] + markdown[:MARKDOWN_FILE_LIMIT]
 
 
 def _version(workspace: Workspace, path: str) -> str:
@@ -237,7 +177,7 @@ def _with_folders(raws: list[_Raw]) -> list[_Raw]:
                 source,
                 ["file", *header],
                 rows,
-                "",
+                f"{folder}/",
             )
         )
     return folders
@@ -254,7 +194,7 @@ def _named(raws: Iterable[_Raw]) -> list[DataTable]:
         cells = [(row + [""] * width)[:width] for row in raw.rows]
         columns = tuple(_column(name, [row[at] for row in cells]) for at, name in enumerate(names))
         rows = tuple(tuple(_typed(row[at], columns[at].kind) for at in range(width)) for row in cells)
-        tables.append(DataTable(name, raw.source, columns, rows))
+        tables.append(DataTable(name, raw.source, columns, rows, raw.path))
     return tables
 
 

@@ -59,7 +59,10 @@ class TableQuery:
         connection = sqlite3.connect(":memory:")
         try:
             _load(connection, tables)
+            connection.commit()
             connection.execute("PRAGMA query_only = ON")
+            # Reading only: a query without a grammar (a hosted model) must not ATTACH a file anywhere.
+            connection.set_authorizer(_read_only)
             deadline = time.monotonic() + QUERY_SECONDS
             connection.set_progress_handler(
                 lambda: int(cancel.cancelled or time.monotonic() > deadline), _PROGRESS_EVERY
@@ -91,11 +94,15 @@ def tables_listing(workspace: Workspace) -> str:
     """The workspace's tables for the model's first view of it, one line each; "" for none."""
     tables = workspace_tables(workspace)
     lines = [
-        f"- {table.name} ({table.source}, {len(table.rows)} rows): {_columns(table)}" for table in tables
+        f"- {table.name} ({table.source}, {_rows(len(table.rows))}): {_columns(table)}" for table in tables
     ]
     if len(lines) > TABLES_LISTED:
         lines = [*lines[:TABLES_LISTED], f"(and {len(lines) - TABLES_LISTED} more tables)"]
     return "\n".join(lines)
+
+
+def _rows(count: int) -> str:
+    return f"{count} row{'s' * (count != 1)}"
 
 
 def _columns(table: DataTable) -> str:
@@ -113,17 +120,29 @@ def _described(tables: Sequence[DataTable]) -> str:
     return "; ".join(listed[:TABLES_LISTED])
 
 
+_READING = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+
+
+def _read_only(action: int, *_: object) -> int:
+    return sqlite3.SQLITE_OK if action in _READING else sqlite3.SQLITE_DENY
+
+
 def _load(connection: sqlite3.Connection, tables: Sequence[DataTable]) -> None:
     for table in tables:
-        columns = ", ".join(f"{column.name} {column.kind}" for column in table.columns)
-        connection.execute(f"CREATE TABLE {table.name} ({columns})")
+        columns = ", ".join(f'"{column.name}" {column.kind}' for column in table.columns)
+        connection.execute(f'CREATE TABLE "{table.name}" ({columns})')
         marks = ", ".join("?" * len(table.columns))
-        connection.executemany(f"INSERT INTO {table.name} VALUES ({marks})", table.rows)
+        connection.executemany(f'INSERT INTO "{table.name}" VALUES ({marks})', table.rows)
 
 
 def _shown(columns: list[str], rows: list[tuple[object, ...]]) -> str:
     if not rows:
         return "No rows."
+    if len(rows) == 1:
+        # One row as `name = value` pairs: "1 row:" above a lone count was read as the count.
+        return ", ".join(f"{name} = {_cell(value)}" for name, value in zip(columns, rows[0], strict=True))
     if len(rows) > ROWS_SHOWN:
         count = f"The first {ROWS_SHOWN} rows (there are more):"
     else:

@@ -69,16 +69,21 @@ def question_of(message: str) -> str:
     return rest
 
 
-def evidence_block(passages: Sequence[Passage], absent: Sequence[str]) -> str:
-    """The passages found for a question, each under its path, lines and section; or the key terms
-    of the question that no file holds. No blank line inside, so `question_of` can find its end."""
+def evidence_block(
+    passages: Sequence[Passage],
+    absent: Sequence[str],
+    counts: Sequence[tuple[str, Sequence[tuple[str, int]]]] = (),
+) -> str:
+    """The passages found for a question, each under its path, lines and section, and for a question
+    that asks how many, the lines that hold its key terms, counted; or the key terms of the question
+    that no file holds. No blank line inside, so `question_of` can find its end."""
     if absent:
         named = " or ".join(f"'{term}'" for term in absent)
         return (
             f"{_ABSENT_HEADING}no file in the workspace mentions {named} (a search of every file's text "
             "and name found nothing)."
         )
-    if not passages:
+    if not passages and not counts:
         return ""
     blocks = []
     for passage in passages:
@@ -91,6 +96,9 @@ def evidence_block(passages: Sequence[Passage], absent: Sequence[str]) -> str:
         under = f" (under '{passage.context}')" if passage.context else ""
         numbered = "\n".join(f"{passage.first_line + at}: {line}" for at, line in enumerate(lines))
         blocks.append(f"{passage.path}, {span}{under}:\n{numbered}")
+    for term, files in counts:
+        where = ", ".join(f"{count} in {path}" for path, count in files)
+        blocks.append(f"Lines that hold '{term}', counted: {where}.")
     return _EVIDENCE_HEADING + "\n".join(blocks)
 
 
@@ -154,22 +162,22 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
         )
     if "query_tables" in names:
         examples.append(
+            _EVIDENCE_HEADING
+            + "sightings.csv, line 7 (under 'date,species,count'):\n7: 2024-05-03,coot,4\n\n"
             "Question: How many coots have I counted in all?\n"
-            "Thought: The counts are rows of sightings.csv; I add up the coot rows with a query.\n"
+            "Thought: The counts are rows of the sightings table; I add up the coot rows with a query.\n"
             "Action: query_tables\n"
             'Action Input: {"sql": "SELECT SUM(count) FROM sightings WHERE species = \'coot\'"}\n'
-            "Observation: 1 row:\nSUM(count)\n27\n"
+            "Observation: SUM(count) = 27\n"
             "Thought: I know the answer now.\n"
             "Final Answer: 27 coots."
         )
-    if {"read_file", "calculator"} <= names:
+    if "calculator" in names:
         examples.append(
+            _EVIDENCE_HEADING
+            + "pond.md, lines 2-3 (under '# The mill pond'):\n2: herons: 3\n3: coots: 11\n\n"
             "Question: How many birds did I count in total at the pond?\n"
-            "Thought: The counts are in pond.md; I read them first.\n"
-            "Action: read_file\n"
-            'Action Input: {"path": "pond.md"}\n'
-            "Observation: pond.md, lines 1-3 of 3:\n1: # The mill pond\n2: herons: 3\n3: coots: 11\n"
-            "Thought: I add the two counts with the calculator.\n"
+            "Thought: The lines give the counts; I add them with the calculator.\n"
             "Action: calculator\n"
             'Action Input: {"expression": "3 + 11"}\n'
             "Observation: 14\n"
