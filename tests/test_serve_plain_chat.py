@@ -122,7 +122,7 @@ def test_a_json_schema_response_format_is_written_under_its_grammar(client: Test
 def test_with_tools_the_clients_prompt_comes_first_and_only_the_format_is_added(
     client: TestClient, engine: Engine
 ) -> None:
-    system = "You are a pirate. Speak like one.\n\nNever use the calculator on Sundays."
+    system = "You are a pirate. Speak like one.\n\nNever use the calculator at night."
     messages = [{"role": "system", "content": system}, {"role": "user", "content": "What is 2 + 3?"}]
     body = completion(client, messages=messages, tools=[CALCULATOR], tool_choice="required", max_tokens=8)
     prompt = engine.reply_format.render(
