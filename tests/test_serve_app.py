@@ -210,7 +210,25 @@ def test_a_follow_up_finds_the_whole_last_exchange_in_the_kv_cache(client: TestC
             "no earlier",
         ),
         ({"messages": [{"role": "user", "content": "x " * 3000}]}, 400, "messages", "context window"),
-        ({"messages": QUESTION, "response_format": {"type": "json_object"}}, 400, "response_format", "text"),
+        (
+            {"messages": QUESTION, "tools": TOOLS, "response_format": {"type": "json_object"}},
+            400,
+            "response_format",
+            "with tools, only 'text'",
+        ),
+        ({"messages": QUESTION, "response_format": {"type": "yaml"}}, 400, "response_format", "one of text"),
+        (
+            {
+                "messages": QUESTION,
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "x", "schema": {"type": 3}},
+                },
+            },
+            400,
+            "response_format.json_schema.schema",
+            "Invalid schema for response_format",
+        ),
     ],
 )
 def test_bad_requests_get_openai_errors_and_the_server_goes_on(

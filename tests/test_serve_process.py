@@ -387,7 +387,9 @@ def test_localagent_run_against_localagent_serve(gemma: ServerProcess, tmp_path:
     assert {r["id"] for r in requests} <= {m["request_id"] for m in messages if m["role"] == "tool"}
 
 
-def test_eval_tasks_over_http_give_the_model_the_local_prompt(gemma: ServerProcess, tmp_path: Path) -> None:
+def test_eval_tasks_over_http_give_the_model_its_system_prompt_without_localagents_examples(
+    gemma: ServerProcess, tmp_path: Path
+) -> None:
     # Tasks the embedded model finishes without a malformed reply (a tool call, then an answer).
     chosen = ["read-python-version", "list-top-level", "no_tool-japan-capital"]
     tasks = ["--model", EMBEDDED_MODEL, "--max-steps", "2", "--max-tokens", "96"]
@@ -406,16 +408,21 @@ def test_eval_tasks_over_http_give_the_model_the_local_prompt(gemma: ServerProce
 
     print("local: ", [outcome(t) for t in local["tasks"]])
     print("served:", [outcome(t) for t in served["tasks"]])
+    compared = 0
     for here, there in zip(local["tasks"], served["tasks"], strict=True):
         assert here["id"] == there["id"] and there["status"] in ("final", "max_steps"), there
-        # The server rebuilt, from the HTTP request, the very prompt the local turn renders. (The
-        # replies may still differ: the KV cache holds the prompt's start as other requests left
-        # it, and a rounding difference can tip a 270M model's near-tie the other way.)
+        # The server adds only the tools and the reply's shape to the system prompt the client sent,
+        # not the worked examples and agent instructions the local turn renders. (Without them the
+        # 270M model writes a malformed first reply more often; such a reply reports no usage.)
         first = {name: first_step_usage(folder / f"{here['id']}.jsonl") for name, folder in folders.items()}
-        assert first["served"]["prompt_tokens"] == first["local"]["prompt_tokens"] > 0, first
+        if first["served"] is not None:
+            compared += 1
+            assert 0 < first["served"]["prompt_tokens"] < first["local"]["prompt_tokens"], first
+    assert compared >= 2
 
 
-def first_step_usage(transcript: Path) -> dict[str, Any]:
+def first_step_usage(transcript: Path) -> dict[str, Any] | None:
+    """What the first reply cost; None when it was malformed (its usage is not recorded)."""
     records = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
     return next(r["usage"] for r in records if r["type"] == "turn_finished" and r["step"] == 1)
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import ValidationError
+from sample_specs import CALCULATOR
 
 from localagent.backends.openai_chat import to_openai_messages
 from localagent.backends.openai_stream import StreamedReply
@@ -27,6 +28,7 @@ from localagent.core.messages import (
 )
 from localagent.errors import RecoverableTurnError
 from localagent.formats.call_stream import ArgumentsDelta, CallStarted
+from localagent.formats.react.format import ReactFormat
 from localagent.serve.chat_input import read_messages, turn_input
 from localagent.serve.chat_reply import ChatReply, ReplyHeader
 from localagent.serve.chat_request import ChatRequest
@@ -148,6 +150,90 @@ def test_non_text_content_is_refused_with_a_reason() -> None:
     with pytest.raises(RequestError, match="reads text only") as caught:
         read_messages(request.messages, ReplyMemory())
     assert caught.value.param == "messages[0].content[0]"
+
+
+# --- calls a client wrote into its history as text ----------------------------------------------------
+
+SMOLAGENTS_CALL = (
+    "Calling tools:\n[{'id': 'call_7', 'type': 'function', 'function': {'name': 'calculator', "
+    "'arguments': {'expression': '6 * 7'}}}]"
+)
+CALL_7 = ToolRequest(
+    id="call_7", name="calculator", arguments={"expression": "6 * 7"}, raw_arguments='{"expression": "6 * 7"}'
+)
+
+
+def history_with(call_text: str, result: str) -> list[Message]:
+    request = ChatRequest.model_validate(
+        {
+            "messages": [
+                {"role": "system", "content": "You solve tasks with tools."},
+                {"role": "user", "content": "What is 6 times 7?"},
+                {"role": "assistant", "content": [{"type": "text", "text": call_text}]},
+                {"role": "user", "content": [{"type": "text", "text": result}]},
+            ],
+            "tools": [CALCULATOR.to_openai()],
+        }
+    )
+    return read_messages(request.messages, ReplyMemory())
+
+
+@pytest.mark.parametrize(
+    ("call_text", "call_id"),
+    [
+        (SMOLAGENTS_CALL, "call_7"),
+        (f"I will calculate.\n{SMOLAGENTS_CALL}", "call_7"),
+        (
+            '<tool_call>\n{"name": "calculator", "arguments": {"expression": "6 * 7"}}\n</tool_call>',
+            "call_text_2_0",
+        ),
+    ],
+    ids=["smolagents", "smolagents after its thought", "tool_call tags"],
+)
+def test_a_call_written_as_text_is_a_call_and_the_next_user_message_its_result(
+    call_text: str, call_id: str
+) -> None:
+    read = history_with(call_text, "Observation:\n42")
+    call = CALL_7.model_copy(update={"id": call_id})
+    content = "I will calculate." if call_text.startswith("I will") else ""
+    assert read[2:] == [
+        AssistantMessage(content=content, tool_requests=[call]),
+        ToolMessage(request_id=call_id, name="calculator", content="42"),
+    ]
+    prompt = ReactFormat(agent_instructions=False).render(read, [CALCULATOR]).text
+    assert 'Action: calculator\nAction Input: {"expression": "6 * 7"}\nObservation: 42\n' in prompt
+    assert "Final Answer" not in prompt.split("Question: What is 6 times 7?")[1]
+
+
+def test_an_error_written_after_a_text_call_is_its_result() -> None:
+    read = history_with(SMOLAGENTS_CALL, "Call id: call_7\nError:\nDivision by zero.\nNow let's retry.")
+    assert read[3] == ToolMessage(
+        request_id="call_7", name="calculator", content="Error:\nDivision by zero.\nNow let's retry."
+    )
+
+
+def test_text_that_only_mentions_calls_stays_text() -> None:
+    for text in ("Calling tools:\n[not a list", "Calling tools: later", "<tool_call>{oops}</tool_call>"):
+        read = history_with(text, "Observation:\n42")
+        assert read[2:] == [AssistantMessage(content=text), UserMessage(content="Observation:\n42")]
+
+
+def test_the_servers_own_call_sent_back_as_text_comes_back_as_the_model_wrote_it() -> None:
+    memory = ReplyMemory()
+    written = AssistantMessage(
+        reasoning="I multiply.",
+        tool_requests=[CALL_7.model_copy(update={"raw_arguments": '{"expression":"6 * 7"}'})],
+    )
+    memory.remember(written)
+    request = ChatRequest.model_validate(
+        {
+            "messages": [
+                {"role": "user", "content": "6 times 7?"},
+                {"role": "assistant", "content": SMOLAGENTS_CALL},
+            ]
+        }
+    )
+    assert read_messages(request.messages, memory)[1] == written
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
-"""`localagent eval`: offline benchmarks. `eval tasks` runs the task suite through the whole agent;
-`eval bfcl` asks the Berkeley Function Calling Leaderboard's AST categories, one model turn each."""
+"""`localagent eval`: offline benchmarks. `eval tasks` runs the task suite through the whole agent,
+`eval peers` through a peer agent on a served model; `eval bfcl` asks the Berkeley Function Calling
+Leaderboard's AST categories, one model turn each."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from localagent.cli.common import MODEL, int_option
+from localagent.cli.eval_peers_cmd import peers
 from localagent.cli.eval_tasks_cmd import tasks
 from localagent.cli.options import setting_option
 from localagent.evaluation.bfcl_data import CATEGORIES, BfclDataError, check_category
@@ -23,10 +25,11 @@ _LABELS = {"grammar": "grammar", "no_grammar": "no grammar"}
 
 @click.group(name="eval")
 def eval_group() -> None:
-    """Offline evaluations: the task suite through the whole agent, and BFCL."""
+    """Offline evaluations: the task suite through the whole agent or a peer agent, and BFCL."""
 
 
 eval_group.add_command(tasks)
+eval_group.add_command(peers)
 
 
 @eval_group.command(name="compare")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,43 +18,72 @@ from localagent.cli.common import int_option
 from localagent.cli.options import backend_options, settings_from
 from localagent.cli.progress import ProgressReporter
 from localagent.errors import LocalagentError
-from localagent.evaluation.tasks import CATEGORIES, SPLITS, FixtureWorkspace, Task
+from localagent.evaluation.tasks import CATEGORIES, SPLITS
 
 if TYPE_CHECKING:
-    from localagent.agent import Agent
-    from localagent.evaluation.task_run import SuiteRun, TaskResult
+    from localagent.core.cancel import CancelToken
+    from localagent.evaluation.task_run import OnResult, SuiteRun, TaskResult
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def task_selection(function: F) -> F:
+    """--category, --task, --split, --workspace and --limit: which tasks of the suite run."""
+    options = [
+        click.option(
+            "--category",
+            "categories",
+            multiple=True,
+            metavar="NAME",
+            help=f"Only tasks of this category (repeatable): {', '.join(CATEGORIES)}.",
+        ),
+        click.option(
+            "--task",
+            "task_ids",
+            multiple=True,
+            metavar="ID",
+            help="Only this task id or glob, like 'edit-*' (repeatable).",
+        ),
+        click.option(
+            "--split",
+            "splits",
+            multiple=True,
+            type=click.Choice(SPLITS),
+            help="Only tasks of this split (repeatable): dev to tune on, held_out to judge a change on.",
+        ),
+        click.option(
+            "--workspace",
+            "workspaces",
+            multiple=True,
+            metavar="NAME",
+            help="Only tasks asked about this fixture workspace (repeatable).",
+        ),
+        click.option("--limit", type=click.IntRange(1), help="Only the first N chosen tasks. [default: all]"),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def report_options(function: F) -> F:
+    """--transcripts and --json: where each task's transcript goes, and how the results are printed."""
+    function = click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print all figures, per-task results and transcript paths as JSON.",
+    )(function)
+    return click.option(
+        "--transcripts",
+        type=click.Path(path_type=Path, file_okay=False),
+        help="Folder for one JSONL transcript per task. "
+        "[default: a new folder under ~/.local/state/localagent/transcripts/]",
+    )(function)
 
 
 @click.command(name="tasks")
 @backend_options
-@click.option(
-    "--category",
-    "categories",
-    multiple=True,
-    metavar="NAME",
-    help=f"Only tasks of this category (repeatable): {', '.join(CATEGORIES)}.",
-)
-@click.option(
-    "--task",
-    "task_ids",
-    multiple=True,
-    metavar="ID",
-    help="Only this task id or glob, like 'edit-*' (repeatable).",
-)
-@click.option(
-    "--split",
-    "splits",
-    multiple=True,
-    type=click.Choice(SPLITS),
-    help="Only tasks of this split (repeatable): dev to tune on, held_out to judge a change on.",
-)
-@click.option(
-    "--workspace",
-    "workspaces",
-    multiple=True,
-    metavar="NAME",
-    help="Only tasks asked about this fixture workspace (repeatable).",
-)
+@task_selection
 @click.option(
     "--add-tools",
     "extra_tools",
@@ -61,7 +91,6 @@ if TYPE_CHECKING:
     metavar="LIST",
     help="Tools added to every task's own (a --tools value), to measure a tool before it becomes a default.",
 )
-@click.option("--limit", type=click.IntRange(1), help="Only the first N chosen tasks. [default: all]")
 @int_option(
     "--concurrency",
     1,
@@ -69,18 +98,7 @@ if TYPE_CHECKING:
     default=1,
     help="Tasks run at once; above 1 only with --api-base (a local model runs one task at a time).",
 )
-@click.option(
-    "--transcripts",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Folder for one JSONL transcript per task. "
-    "[default: a new folder under ~/.local/state/localagent/transcripts/]",
-)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print all figures, per-task results and transcript paths as JSON.",
-)
+@report_options
 def tasks(
     categories: tuple[str, ...],
     task_ids: tuple[str, ...],
@@ -112,28 +130,49 @@ def tasks(
         raise LocalagentError(
             f"--concurrency {concurrency} needs --api-base: a local model runs one task at a time"
         )
-    folder = _transcripts_folder(transcripts)
+    folder = transcripts_folder(transcripts)
     progress = ProgressReporter(enabled=True)
     # The model loads once and the MCP servers start once for the whole suite; their notes are kept
     # to show once at the end.
     from localagent.agent import Agent
     from localagent.cli.agent_setup import load_agent
+    from localagent.evaluation.task_run import run_suite
 
     notices: list[str] = []
     with Agent(settings=settings, on_notice=notices.append) as agent:
         backend = load_agent(agent, progress).name
         if not as_json:
             click.echo(f"{len(chosen)} tasks on {backend}; transcripts in {folder}", err=True)
-        outcome = _run_with_progress(
-            chosen, suite.workspaces, agent, folder, concurrency, progress, extra_tools
-        )
+
+        def run(cancel: CancelToken, show: OnResult) -> SuiteRun:
+            return run_suite(
+                chosen,
+                agent,
+                workspaces=suite.workspaces,
+                transcripts=folder,
+                concurrency=concurrency,
+                cancel=cancel,
+                on_result=show,
+                extra_tools=extra_tools,
+            )
+
+        outcome = run_with_progress(len(chosen), progress, run)
     for note in dict.fromkeys(notices):
         click.echo(f"note: {note}", err=True)
+    print_results(
+        outcome, backend, folder, as_json, {"settings": settings.record(), "added_tools": extra_tools}
+    )
+
+
+def print_results(
+    outcome: SuiteRun, backend: str, folder: Path, as_json: bool, described: dict[str, Any]
+) -> None:
+    """The report, or the JSON that `eval compare` reads (with what `described` adds); exit 130 when
+    the suite was cancelled."""
     if as_json:
         payload = {
             "backend": backend,
-            "settings": settings.record(),
-            "added_tools": extra_tools,
+            **described,
             "transcripts": str(folder),
             "cancelled": outcome.cancelled,
             **outcome.summary(),
@@ -146,7 +185,7 @@ def tasks(
         sys.exit(130)
 
 
-def _transcripts_folder(chosen: Path | None) -> Path:
+def transcripts_folder(chosen: Path | None) -> Path:
     from localagent.core.paths import transcripts_dir
 
     folder = chosen or transcripts_dir() / time.strftime("tasks-%Y%m%d-%H%M%S")
@@ -157,26 +196,20 @@ def _transcripts_folder(chosen: Path | None) -> Path:
     return folder
 
 
-def _run_with_progress(
-    chosen: list[Task],
-    workspaces: dict[str, FixtureWorkspace],
-    agent: Agent,
-    folder: Path,
-    concurrency: int,
-    progress: ProgressReporter,
-    extra_tools: str,
+def run_with_progress(
+    total: int, progress: ProgressReporter, run: Callable[[CancelToken, OnResult], SuiteRun]
 ) -> SuiteRun:
-    """The suite with a progress bar; the first Ctrl-C cancels the running tasks and keeps the rest."""
+    """`run(cancel, on_result)` with a progress bar; the first Ctrl-C cancels the running tasks and
+    keeps the rest."""
     from localagent.cli.interrupt import cancel_on_interrupt
     from localagent.core.cancel import CancelToken
-    from localagent.evaluation.task_run import run_suite
 
     finished = 0
 
     def show(result: TaskResult) -> None:
         nonlocal finished
         finished += 1
-        progress.count("tasks", finished, len(chosen), f"{'✓' if result.success else '✗'} {result.id}")
+        progress.count("tasks", finished, total, f"{'✓' if result.success else '✗'} {result.id}")
 
     def first_interrupt() -> None:
         progress.done()
@@ -184,16 +217,7 @@ def _run_with_progress(
 
     cancel = CancelToken()
     with cancel_on_interrupt(cancel, first_interrupt):
-        outcome = run_suite(
-            chosen,
-            agent,
-            workspaces=workspaces,
-            transcripts=folder,
-            concurrency=concurrency,
-            cancel=cancel,
-            on_result=show,
-            extra_tools=extra_tools,
-        )
+        outcome = run(cancel, show)
     progress.done()
     return outcome
 

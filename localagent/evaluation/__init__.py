@@ -1,1 +1,2 @@
-"""How well and how fast the agent does: the task suite and its split, BFCL, and `bench`."""
+"""How well and how fast the agent does: the task suite and its split, peer agents on it, BFCL, and
+`bench`."""

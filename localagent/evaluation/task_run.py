@@ -24,7 +24,7 @@ from localagent.agent import Agent
 from localagent.core.cancel import CancelToken
 from localagent.core.events import Event, FormatError, ToolFinished, TurnFinished
 from localagent.core.messages import AssistantMessage, Message, ToolMessage, UserMessage
-from localagent.evaluation.task_checks import check_run, snapshot
+from localagent.evaluation.task_checks import Verdict, check_run, snapshot
 from localagent.evaluation.tasks import CATEGORIES, SPLITS, FixtureWorkspace, Task
 from localagent.loop.runner import RunResult
 from localagent.loop.tool_execution import Approver, approve_all
@@ -59,6 +59,19 @@ class TaskResult:
     error: str | None
     problems: tuple[str, ...]
     transcript: Path | None
+
+    @classmethod
+    def judged(cls, task: Task, verdict: Verdict, **figures: Any) -> TaskResult:
+        """The result of a run of `task` that `verdict` judged; `figures` are what the run measured."""
+        return cls(
+            id=task.id,
+            category=task.category,
+            split=task.split,
+            workspace=task.workspace,
+            success=verdict.success,
+            problems=verdict.problems,
+            **figures,
+        )
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self) | {
@@ -211,7 +224,7 @@ def run_task(
 ) -> TaskResult:
     """One task in a fresh copy of its workspace, `parent`/workspace (a new temporary folder when
     `parent` is None), removed afterwards. Any crash is a failed result, not an error."""
-    with _workspace_copy(fixture, parent) as root:
+    with workspace_copy(fixture, parent) as root:
         before = snapshot(root)
         record = _open_transcript(transcript, task)
         events: list[Event] = []
@@ -243,12 +256,9 @@ def run_task(
             record.write_note("verdict", success=verdict.success, problems=list(verdict.problems))
             record.close()
     identical = _identical_call_ids(messages)
-    return TaskResult(
-        id=task.id,
-        category=task.category,
-        split=task.split,
-        workspace=task.workspace,
-        success=verdict.success,
+    return TaskResult.judged(
+        task,
+        verdict,
         status=status,
         steps=steps,
         turns=sum(isinstance(e, TurnFinished) for e in events),
@@ -264,7 +274,6 @@ def run_task(
         completion_tokens=completion_tokens,
         answer=answer,
         error=error,
-        problems=verdict.problems,
         transcript=transcript,
     )
 
@@ -281,7 +290,9 @@ def _run_opening(
 
 
 @contextmanager
-def _workspace_copy(fixture: FixtureWorkspace, parent: Path | None) -> Iterator[Path]:
+def workspace_copy(fixture: FixtureWorkspace, parent: Path | None = None) -> Iterator[Path]:
+    """A fresh copy of the workspace at `parent`/workspace (in a new temporary folder when `parent`
+    is None), removed afterwards."""
     with ExitStack() as stack:
         if parent is None:
             parent = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="localagent-task-")))

@@ -29,6 +29,7 @@ from localagent.serve.failures import describe_failure
 from localagent.serve.generation import Generation, generation_for
 from localagent.serve.jobs import grammar_of, run_chat, run_completion
 from localagent.serve.model_list import model_list, unknown_model
+from localagent.serve.plain_chat import plain_prompt, response_grammar, run_plain_chat
 from localagent.serve.responding import respond
 from localagent.serve.sampling_request import SamplingRequest
 
@@ -48,6 +49,17 @@ def build_app(
         chat = await _read(request, ChatRequest, engine)
         options = generation_for(chat, chat.token_limit, defaults, engine.generator.session.n_ctx)
         given = turn_input(chat, engine.memory)
+        if chat.answers_plainly and engine.chat_template is not None:
+            prompt = plain_prompt(chat.messages, engine.chat_template)
+            plain = functools.partial(
+                run_plain_chat, engine, prompt, response_grammar(chat.response_format), options
+            )
+            return await respond(request, engine.submit(plain), options.stream)
+        if response_grammar(chat.response_format) is not None:
+            raise RequestError(
+                "this model has no chat template, so only the 'text' response_format is served",
+                param="response_format",
+            )
         max_actions = 1 if chat.parallel_tool_calls is False else engine.max_actions
         try:  # built here, so a schema the grammar cannot serve is a 400 before anything runs
             engine.format_for(max_actions).grammar(given.tools, given.tool_choice)

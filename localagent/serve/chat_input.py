@@ -19,6 +19,7 @@ from localagent.core.messages import (
     SystemMessage,
     ToolChoice,
     ToolMessage,
+    ToolRequest,
     UserMessage,
 )
 from localagent.serve.chat_request import (
@@ -33,6 +34,7 @@ from localagent.serve.chat_request import (
 )
 from localagent.serve.errors import RequestError
 from localagent.serve.reply_memory import ReplyMemory
+from localagent.serve.text_calls import calls_in_text, result_text
 from localagent.tools.spec import ToolSpec
 
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
@@ -117,16 +119,21 @@ def tool_choice(request: ChatRequest, tools: Sequence[ToolSpec]) -> ToolChoice:
 
 def read_messages(messages: Sequence[MessageIn], memory: ReplyMemory) -> list[Message]:
     """The conversation, with every system message joined into one at the start (the reply
-    formats read one system message), and this server's own replies restored as written."""
+    formats read one system message), this server's own replies restored as written, and calls
+    written as text read as calls, the user message after them as their result."""
     system: list[str] = []
     converted: list[Message] = []
     call_names: dict[str, str] = {}
+    # Calls an assistant message wrote as text: the next user message holds their result.
+    written: list[ToolRequest] = []
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if isinstance(message, SystemIn):
-            system.append(_text(message.content, where))
-        elif isinstance(message, AssistantIn):
-            reply = memory.recall(_assistant(message, where))
+            system.append(message_text(message.content, where))
+            continue
+        if isinstance(message, AssistantIn):
+            sent, as_text = _assistant(message, index)
+            reply = memory.recall(sent)
             call_names.update((request.id, request.name) for request in reply.tool_requests)
             converted.append(reply)
         elif isinstance(message, ToolResultIn):
@@ -137,26 +144,35 @@ def read_messages(messages: Sequence[MessageIn], memory: ReplyMemory) -> list[Me
                     f"{message.tool_call_id!r}, which no earlier assistant message called",
                     param=f"{where}.tool_call_id",
                 )
-            converted.append(
-                ToolMessage(request_id=message.tool_call_id, name=name, content=_text(message.content, where))
-            )
+            text = message_text(message.content, where)
+            converted.append(ToolMessage(request_id=message.tool_call_id, name=name, content=text))
+        elif written:
+            # One message holds the results of all the calls; it goes with the first.
+            text = result_text(message_text(message.content, where))
+            converted.append(ToolMessage(request_id=written[0].id, name=written[0].name, content=text))
         else:
-            converted.append(UserMessage(content=_text(message.content, where)))
+            converted.append(UserMessage(content=message_text(message.content, where)))
+        written = reply.tool_requests if isinstance(message, AssistantIn) and as_text else []
     if system:
         converted.insert(0, SystemMessage(content="\n\n".join(system)))
     return converted
 
 
-def _assistant(message: AssistantIn, where: str) -> AssistantMessage:
+def _assistant(message: AssistantIn, index: int) -> tuple[AssistantMessage, bool]:
+    """The message, and whether its calls were written as text."""
+    content = "" if message.content is None else message_text(message.content, f"messages[{index}]")
     requests = [
         parse_tool_call(call.id, call.function.name, call.function.arguments)
         for call in message.tool_calls or []
     ]
-    content = "" if message.content is None else _text(message.content, where)
-    return AssistantMessage(content=content, reasoning=message.reasoning_content, tool_requests=requests)
+    found = None if requests else calls_in_text(content, index)
+    if found is not None:
+        content, requests = found
+    reply = AssistantMessage(content=content, reasoning=message.reasoning_content, tool_requests=requests)
+    return reply, found is not None
 
 
-def _text(content: Content, where: str) -> str:
+def message_text(content: Content, where: str) -> str:
     if isinstance(content, str):
         return content
     texts = []

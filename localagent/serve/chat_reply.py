@@ -125,6 +125,10 @@ class ChatReply:
         ]
         return self._end("tool_calls", reasoning, result.content, calls, usage)
 
+    def finish_text(self, text: str, reason: FinishReason, usage: Usage | None) -> dict[str, Any] | None:
+        """A reply in no format: all of its text is the content."""
+        return self._end(reason, "", cut_at_stop(text, self._content.stops), [], usage)
+
     def finish_stopped(self, usage: Usage | None) -> dict[str, Any] | None:
         """The content reached a stop string and generation was stopped there."""
         return self._end("stop", self.reasoning, self._content.text, [], usage)

@@ -2,7 +2,7 @@
 
 Fields OpenAI does not know are refused by name; known fields that change nothing here (metadata,
 penalties, reasoning effort, ...) are accepted and ignored; known fields this server cannot honour
-(n > 1, logprobs, a JSON response format, audio) are refused with a reason.
+(n > 1, logprobs, audio, a JSON response format beside tools) are refused with a reason.
 """
 
 from __future__ import annotations
@@ -100,6 +100,9 @@ class NamedChoice(_Strict):
     function: NamedFunction
 
 
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+
+
 class ChatRequest(SamplingRequest):
     messages: list[MessageIn] = Field(min_length=1)
     tools: list[ToolDefinition] | None = None
@@ -130,13 +133,33 @@ class ChatRequest(SamplingRequest):
     def token_limit(self) -> int | None:
         return self.max_completion_tokens or self.max_tokens
 
+    @property
+    def answers_plainly(self) -> bool:
+        """Nothing may be called and no earlier call is in the history: the model's own chat, with
+        no reply format to write in."""
+        if self.tools and self.tool_choice != "none":
+            return False
+        return not any(
+            isinstance(message, ToolResultIn) or (isinstance(message, AssistantIn) and message.tool_calls)
+            for message in self.messages
+        )
+
     def unsupported(self) -> list[tuple[str, str]]:
         problems = super().unsupported()
         if self.logprobs or self.top_logprobs:
             problems.append(("logprobs", "logprobs are not supported by this server"))
-        if self.response_format is not None and self.response_format.get("type") != "text":
+        kind = (self.response_format or {}).get("type", "text")
+        if kind not in RESPONSE_FORMATS:
             problems.append(
-                ("response_format", "only the 'text' response format is supported; use tools for structure")
+                ("response_format", f"response_format type must be one of {', '.join(RESPONSE_FORMATS)}")
+            )
+        elif kind != "text" and not self.answers_plainly:
+            problems.append(
+                (
+                    "response_format",
+                    f"a {kind} response_format goes with a request that calls no tool; "
+                    "with tools, only 'text'",
+                )
             )
         if self.modalities is not None and set(self.modalities) - {"text"}:
             problems.append(("modalities", "this server writes text only"))

@@ -18,9 +18,12 @@ from typing import Any, Generic, TypeVar
 
 from localagent.backends.decoding import Sampling
 from localagent.backends.local_generator import LocalGenerator
+from localagent.backends.local_turn import chat_template_of
 from localagent.backends.text_turn import TextTurn
 from localagent.core.cancel import CancelToken
 from localagent.formats.base import ReplyFormat
+from localagent.formats.chat_template import ChatTemplate
+from localagent.formats.react.format import ReactFormat
 from localagent.models.registry import ResolvedModel
 from localagent.serve.reply_memory import ReplyMemory
 
@@ -68,15 +71,24 @@ class ServedModel:
         return name == self.id or name in self.aliases
 
 
+def served_format(reply_format: ReplyFormat) -> ReplyFormat:
+    """The format without localagent's agent instructions: a client brings its own prompt."""
+    if isinstance(reply_format, ReactFormat):
+        return dataclasses.replace(reply_format, agent_instructions=False)
+    return reply_format
+
+
 class Engine:
     def __init__(self, turn: TextTurn, model: ServedModel) -> None:
         if not isinstance(turn.generator, LocalGenerator):
             raise TypeError("the server runs a local model's turn")
         self.model = model
         self.generator: LocalGenerator = turn.generator
-        self.reply_format: ReplyFormat = turn.format
+        self.reply_format: ReplyFormat = served_format(turn.format)
+        # The GGUF's own template, for requests with nothing to call (None: the model has none).
+        self.chat_template: ChatTemplate | None = chat_template_of(turn.generator.session)
         self.memory = ReplyMemory()
-        self._formats: dict[int, ReplyFormat] = {turn.format.max_actions: turn.format}
+        self._formats: dict[int, ReplyFormat] = {self.reply_format.max_actions: self.reply_format}
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localagent-serve")
         self._running: set[CancelToken] = set()
         self._running_lock = threading.Lock()

@@ -13,6 +13,7 @@ from typing import Any
 from llguidance.gbnf_to_lark import any_to_lark
 
 from localagent.backends.guidance import GrammarCompileError
+from localagent.backends.local_generator import LocalGenerator
 from localagent.backends.text_turn import TextTurn
 from localagent.core.cancel import Cancelled, CancelToken
 from localagent.core.events import TurnEventSink
@@ -57,6 +58,20 @@ class CallReportingFormat:
         return feed
 
 
+def chat_reply(
+    engine: Engine, options: Generation, emit: Emit, on_stop: Callable[[], None] = lambda: None
+) -> ChatReply:
+    """The builder of one chat completion, streamed through `emit` when the request asks for it."""
+    header = ReplyHeader(reply_id("chatcmpl"), int(time.time()), engine.model.id)
+    return ChatReply(
+        header,
+        stops=options.stops,
+        emit=emit if options.stream else None,
+        include_usage=options.include_usage,
+        on_stop=on_stop,
+    )
+
+
 def run_chat(
     engine: Engine,
     turn_input: TurnInput,
@@ -66,14 +81,7 @@ def run_chat(
     cancel: CancelToken,
 ) -> dict[str, Any] | None:
     """The chat completion, or None when it was streamed through `emit`."""
-    header = ReplyHeader(reply_id("chatcmpl"), int(time.time()), engine.model.id)
-    reply = ChatReply(
-        header,
-        stops=options.stops,
-        emit=emit if options.stream else None,
-        include_usage=options.include_usage,
-        on_stop=cancel.cancel,
-    )
+    reply = chat_reply(engine, options, emit, on_stop=cancel.cancel)
     generator = engine.generator_for(options.max_tokens, options.sampling)
     reply_format = CallReportingFormat(engine.format_for(max_actions), reply.on_call)
     turn = TextTurn(generator, reply_format, f"serve:{engine.model.id}", generator.context_budget)  # type: ignore[arg-type]
@@ -106,6 +114,17 @@ def run_chat(
     return reply.finish(result, result.usage)
 
 
+def check_prompt_fits(generator: LocalGenerator, prompt: Prompt, param: str) -> None:
+    """A prompt that leaves the context window no room for a reply is the request's error."""
+    size, n_ctx = generator.count_tokens(prompt), generator.session.n_ctx
+    if size >= n_ctx:
+        raise RequestError(
+            f"the prompt has {size} tokens; the context window holds {n_ctx}",
+            param=param,
+            code="context_length_exceeded",
+        )
+
+
 def grammar_of(text: str) -> ReplyGrammar:
     """A client's grammar (GBNF or Lark) as the generator takes it."""
     try:
@@ -131,13 +150,7 @@ def run_completion(
         except GrammarCompileError as error:
             raise RequestError(f"Invalid grammar: {error}", param="grammar") from None
     source = Prompt(prompt, special=True)
-    size = generator.count_tokens(source)
-    if size >= generator.session.n_ctx:
-        raise RequestError(
-            f"the prompt has {size} tokens; the context window holds {generator.session.n_ctx}",
-            param="prompt",
-            code="context_length_exceeded",
-        )
+    check_prompt_fits(generator, source, "prompt")
     text = StopStrings(options.stops)
 
     def on_text(piece: str) -> None:

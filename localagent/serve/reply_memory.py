@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from localagent.core.messages import AssistantMessage
+from localagent.core.messages import AssistantMessage, ToolRequest
 
 
 class ReplyMemory:
@@ -49,6 +49,9 @@ def _same_reply(kept: AssistantMessage, sent: AssistantMessage) -> bool:
         return False
     if sent.content.strip() != kept.content.strip():
         return False
-    return [(r.name, r.raw_arguments) for r in sent.tool_requests] == [
-        (r.name, r.raw_arguments) for r in kept.tool_requests
-    ]
+    return [_call(r) for r in sent.tool_requests] == [_call(r) for r in kept.tool_requests]
+
+
+def _call(request: ToolRequest) -> tuple[str, object]:
+    """A call by its name and arguments, which a client that writes calls as text may respace."""
+    return request.name, request.arguments if request.arguments is not None else request.raw_arguments

@@ -105,26 +105,36 @@ def evidence_block(
 # --- the text-tag (ReAct) format ---
 
 
+_ANSWER_SHAPE = (
+    "Reply with a line 'Thought:' with one short line of reasoning, then a line 'Final Answer:' "
+    "with the answer."
+)
+_REPLY_SHAPE = (
+    "Each reply starts with 'Thought:' and one short line of reasoning. Then either a tool call, "
+    "as a line 'Action:' with the tool's name and a line 'Action Input:' with its arguments as one "
+    "JSON object, after which you stop and wait for the 'Observation:' with its result; or, once "
+    "you know the answer, a line 'Final Answer:' with the answer."
+)
+
+
 def react_instructions(tools: Sequence[ToolSpec]) -> str:
-    """The instructions of the text-tag format: the tools, then the shape of a reply, described in words."""
+    """The agent's instructions in the text-tag format: the task, the tools, the shape of a reply
+    described in words, and worked runs."""
     if not tools:
-        return (
-            "Answer the question. Reply with a line 'Thought:' with one short line of reasoning, "
-            "then a line 'Final Answer:' with the answer."
-        )
-    lines = ["Answer the question, using tools when they help.", "", "Tools:"]
-    lines.extend(f"- {tool.name}: {tool.description} Input: {tool.compact_schema()}" for tool in tools)
-    lines += [
-        "",
-        "Each reply starts with 'Thought:' and one short line of reasoning. Then either a tool call, "
-        "as a line 'Action:' with the tool's name and a line 'Action Input:' with its arguments as one "
-        "JSON object, after which you stop and wait for the 'Observation:' with its result; or, once "
-        "you know the answer, a line 'Final Answer:' with the answer.",
-    ]
+        return f"Answer the question. {_ANSWER_SHAPE}"
+    text = f"Answer the question, using tools when they help.\n\n{react_reply_format(tools)}"
     example = react_example(tools) if REACT_EXAMPLE else None
-    if example:
-        lines += ["", example]
-    return "\n".join(lines)
+    return f"{text}\n\n{example}" if example else text
+
+
+def react_reply_format(tools: Sequence[ToolSpec]) -> str:
+    """Only what a reply in the text-tag format needs: the tools and the shape of a reply. A served
+    request gets this after the client's own system prompt, and no agent instructions of localagent's."""
+    if not tools:
+        return _ANSWER_SHAPE
+    lines = ["Tools:"]
+    lines.extend(f"- {tool.name}: {tool.description} Input: {tool.compact_schema()}" for tool in tools)
+    return "\n".join([*lines, "", _REPLY_SHAPE])
 
 
 REACT_EXAMPLE = True

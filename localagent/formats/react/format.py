@@ -33,6 +33,9 @@ class ReactFormat(CachedGrammars):
     template: ChatTemplate | None = None
     max_actions: int = 1
     limits: GrammarLimits = field(default_factory=GrammarLimits)
+    # False: no agent instructions or worked runs of localagent's, only the tools and the reply's
+    # shape after the client's own system prompt (a served request).
+    agent_instructions: bool = True
     name: str = field(default="react", init=False)
     stops: tuple[str, ...] = field(default=UNCONSTRAINED_STOPS, init=False)
 
@@ -45,7 +48,7 @@ class ReactFormat(CachedGrammars):
         self._build_with(lambda tools, choice: build_grammar(tools, choice, options))
 
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Prompt:
-        turns = prompt_turns(messages, tools, plain=self.template is None)
+        turns = prompt_turns(messages, tools, plain=self.template is None, agent=self.agent_instructions)
         if self.template is None:
             text = render_plain(turns)
             starts = shared_starts(text, instructions_of(turns), messages)

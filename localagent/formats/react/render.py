@@ -56,9 +56,12 @@ def _arguments_text(raw: str, arguments: dict | None) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
-def prompt_turns(messages: Sequence[Message], tools: Sequence[ToolSpec], *, plain: bool) -> list[PromptTurn]:
-    """The history as prompt turns: the instructions, then the conversation."""
-    instructions = prompts.react_instructions(tools)
+def prompt_turns(
+    messages: Sequence[Message], tools: Sequence[ToolSpec], *, plain: bool, agent: bool = True
+) -> list[PromptTurn]:
+    """The history as prompt turns: the instructions, then the conversation. Without `agent`, the
+    instructions are only the tools and the reply's shape, after the system message as it is."""
+    instructions = prompts.react_instructions(tools) if agent else prompts.react_reply_format(tools)
     system = next((m.content for m in messages if isinstance(m, SystemMessage)), "")
     turns = [PromptTurn("system", f"{system}\n\n{instructions}" if system else instructions)]
     step_results: list[ToolMessage] = []
