@@ -33,7 +33,7 @@ P1,Orla,12.5,loam
 P2,Bram,20,clay
 P3,Yusra,8,loam
 """
-NO_QUESTION = "Tell me about the allotment."
+NO_QUESTION = ""  # as `grammar show` builds it: no question, so any value of a column may be written
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,6 @@ def test_it_refuses_what_the_tables_do_not_hold(garden: Workspace, sql: str, wha
 def test_a_value_the_question_names_is_a_condition_the_query_must_have(garden: Workspace) -> None:
     question = "How many kg did Bram pick?"
     assert accepted(garden, question, "SELECT SUM(kg) FROM harvests WHERE picker = 'Bram'")
-    assert accepted(garden, question, "SELECT SUM(kg) FROM harvests WHERE picker = 'Bram' AND crop = 'kale'")
     assert not accepted(garden, question, "SELECT SUM(kg) FROM harvests")
     assert not accepted(garden, question, "SELECT SUM(kg) FROM harvests WHERE picker = 'Orla'")
     assert not accepted(garden, question, "SELECT SUM(kg) FROM harvests WHERE crop = 'kale'")
@@ -179,3 +178,23 @@ def test_the_verb_may_names_no_month(garden: Workspace) -> None:
     question = "How many kg in all, if I may ask?"
     assert question_focus(question, workspace_tables(garden)).months == {}
     assert accepted(garden, question, "SELECT SUM(kg) FROM harvests")
+
+
+def test_with_a_question_a_condition_compares_only_with_what_the_question_speaks_of(
+    garden: Workspace,
+) -> None:
+    question = "How many kg of beans did Bram pick in 2024, not counting plot P1?"
+    named = "SELECT SUM(kg) FROM harvests WHERE picker = 'Bram' AND plot != 'P1'"  # both named: required
+    assert accepted(garden, question, named)
+    assert accepted(garden, question, f"{named} AND crop = 'beans'")
+    assert accepted(garden, question, f"{named} AND day LIKE '2024%'")
+    assert accepted(garden, question, f"{named} AND kg > 0")
+    assert accepted(
+        garden, question, f"{named} AND crop LIKE '%bean%'"
+    )  # a LIKE holds a word of the question
+    # a filter the question never speaks of cannot be invented
+    assert not accepted(garden, question, f"{named} AND crop = 'kale'")
+    assert not accepted(garden, question, f"{named} AND kg > 2")
+    assert not accepted(garden, question, f"{named} AND day LIKE '2024-06%'")
+    assert not accepted(garden, question, f"{named} AND crop LIKE '%kal%'")
+    assert not accepted(garden, question, "SELECT SUM(kg) FROM harvests WHERE picker = 'Bram'")  # P1 is named

@@ -13,6 +13,8 @@ from localagent.evidence.question import code_terms, key_terms, search_terms
 EVIDENCE_CHARS = 1200  # about 350 tokens of passages
 PASSAGES_PER_FILE = 3
 RELEVANT_SHARE = 0.5  # a passage scoring less than this share of the best one's score is left out
+# Which passages come before a question: "named", those that hold what it names; "none", no passages.
+PASSAGES = "named"
 _CANDIDATES = 40
 
 
@@ -38,17 +40,33 @@ def gather_evidence(index: WorkspaceIndex, task: str, budget: int = EVIDENCE_CHA
     if absent:
         # The passages would hold the nearest facts, which a small model gives for the one asked.
         return Evidence((), absent)
-    hits = index.search(search_terms(task), limit=_CANDIDATES)
-    if hits:
-        # bm25 scores are negative, the best lowest: keep what scores at least half as well.
-        hits = [hit for hit in hits if hit.score <= hits[0].score * RELEVANT_SHARE]
+    hits = _hits(index, task) if PASSAGES == "named" else []
     counts: list[tuple[str, tuple[tuple[str, int], ...]]] = []
     if is_question and _ASKS_A_COUNT.search(task):
         for term in code_terms(task):
             found = index.line_counts(term)
             if found:
                 counts.append((term, tuple(found)))
+    if counts:
+        hits = []  # the count is the answer; passages that hold the word would only be counted by eye
     return Evidence(tuple(_within_budget(hits, budget)), (), tuple(counts))
+
+
+def _hits(index: WorkspaceIndex, task: str) -> list[Hit]:
+    """The passages that hold every key term of the task (a name, a code), or else any of them, ranked
+    by all its words; none for a task that names nothing in particular, whose best passages by its
+    words alone hold near facts as often as the answer."""
+    named = [term for term in key_terms(task) if index.holds(term)]
+    if not named:
+        return []
+    terms = search_terms(task)
+    hits = index.search(terms, limit=_CANDIDATES, required=named)
+    if not hits and len(named) > 1:
+        hits = index.search(named, limit=_CANDIDATES)
+    if hits:
+        # bm25 scores are negative, the best lowest: keep what scores at least half as well.
+        hits = [hit for hit in hits if hit.score <= hits[0].score * RELEVANT_SHARE]
+    return hits
 
 
 def _within_budget(hits: list[Hit], budget: int) -> list[Passage]:

@@ -83,9 +83,12 @@ class WorkspaceIndex:
             for path in set(known) - seen:
                 self._forget(path)
 
-    def search(self, terms: Sequence[str], limit: int = 20) -> list[Hit]:
-        """The passages that hold any of `terms` (words or phrases), best first."""
+    def search(self, terms: Sequence[str], limit: int = 20, required: Sequence[str] = ()) -> list[Hit]:
+        """The passages that hold any of `terms` (words or phrases), and each of `required`, best first."""
         query = " OR ".join(_phrase(term) for term in terms if _phrase(term))
+        must = " AND ".join(_phrase(term) for term in required if _phrase(term))
+        if must:
+            query = f"({must}) AND ({query})" if query else must
         if not query:
             return []
         rows = self._db.execute(

@@ -69,11 +69,10 @@ def search_terms(question: str) -> list[str]:
 
 
 def code_terms(question: str) -> list[str]:
-    """The terms a count of lines is asked for by: quoted phrases, codes with digits and words in
-    capitals (`ERROR`), not names, which a count of lines seldom means."""
+    """The terms a count of lines is asked for by: quoted phrases and words in capitals (`ERROR`),
+    not names or codes, which a count of lines seldom means."""
     terms = [match.group(1) for match in _QUOTED.finditer(question)]
-    terms += [match.group(0) for match in _CODE.finditer(question) if re.search(r"[A-Za-z]", match.group(0))]
-    terms += [word for word in re.findall(r"\b[A-Z][A-Z0-9_]{2,}\b", question)]
+    terms += [word for word in re.findall(r"\b[A-Z][A-Z_]{2,}\b", question)]
     return _unique(terms)
 
 

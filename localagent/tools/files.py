@@ -743,6 +743,7 @@ NOTHING_FOUND_ADVICE = "Search for another word, or read the file most likely to
 _WORD = re.compile(r"\w+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")
 _MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
+_SHOUTED = re.compile(r"[A-Z][A-Z0-9_]+")
 _REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
 _REGEX_ESCAPE = re.compile(r"\\(?:[pPN]\{[^}]*\}|.)", re.DOTALL)  # \S, \., \p{Lu}, \N{...}
 _SOME_WORDS_SHOWN = 10
@@ -795,6 +796,10 @@ def _some_words_matcher(words: list[str], enough: int) -> Callable[[str], bool]:
 
 def _matcher(pattern: str, is_regex: bool) -> Callable[[str], bool]:
     if not is_regex:
+        if _SHOUTED.fullmatch(pattern):
+            # A word in capitals (ERROR, TODO, FIXME) is a marker: matched as written, so a count of
+            # ERROR lines leaves out the lines that only say "error".
+            return lambda text: pattern in text
         wanted = pattern.casefold()
         return lambda text: wanted in text.casefold()
     try:

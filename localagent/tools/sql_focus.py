@@ -47,7 +47,26 @@ _COMMON_WORDS = frozenset(
     other same such very your yours mine ours does done make made take give total number
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]*\w)")
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30, "hundred": 100, "dozen": 12,
+}  # fmt: skip
 WORD_MATCHES_KEPT = 3  # more values of one column sharing a word with the question say nothing
+
+
+@dataclass(frozen=True)
+class Literals:
+    """The values a condition may compare with, when they must come from the question: a query then
+    tests only what the question speaks of, and cannot invent a filter ("service = 'Oil change'")."""
+
+    numbers: tuple[str, ...]  # the question's numbers, and 0 and 1
+    words: tuple[str, ...]  # the question's telling words, for LIKE '%word%'
+    # per (table, column): the column's values the question mentions, in any case
+    values: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    # per (table, date column): the starts of the dates the question names ('2024-03', '2024')
+    dates: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,15 +76,24 @@ class Focus:
     # per table: (date column, year-month starts) for the months the question names
     months: dict[str, list[tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
     computation: Computation | None = None
+    literals: Literals | None = None  # None: a condition may compare with any value
 
 
 def question_focus(question: str, tables: list[DataTable]) -> Focus:
+    """What `question` fixes about a query over `tables`; with no question, nothing."""
+    if not question.strip():
+        return Focus()
     computation = next((name for name, cue in CUES if cue.search(question)), None)
     words = {_singular(word.lower()) for word in _WORD.findall(question)}
     folded = f" {' '.join(_WORD.findall(question.lower()))} "
     months = _period_month(question)
+    years = set(_YEAR.findall(question))
     conditions: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     dated: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    mentioned: dict[tuple[str, str], tuple[str, ...]] = {}
+    date_starts: dict[tuple[str, str], tuple[str, ...]] = {}
+    named_months = _named_months(question)
+    days = _days(question)
     for table in tables:
         for at, column in enumerate(table.columns):
             cells = {row[at] for row in table.rows if isinstance(row[at], str)}
@@ -73,14 +101,67 @@ def question_focus(question: str, tables: list[DataTable]) -> Focus:
                 starts = tuple(sorted({cell[:7] for cell in cells if int(cell[5:7]) in months}))
                 if starts and len(starts) < len({cell[:7] for cell in cells}):  # else every row is in it
                     dated.setdefault(table.name, []).append((column.name, starts))
+                spoken = {cell[:7] for cell in cells if int(cell[5:7]) in named_months}
+                spoken |= {cell[:4] for cell in cells if cell[:4] in years}
+                spoken |= {cell[:10] for cell in cells if cell[:10] in question or cell[5:10] in days}
+                date_starts[(table.name, column.name)] = tuple(sorted(spoken))
                 continue
             if not column.values and column.kind == "TEXT":
                 named = _named_ids(cells, folded)
+                mentioned[(table.name, column.name)] = named
             else:
                 named = _named_values(set(column.values), folded, words) if column.values else ()
+                mentioned[(table.name, column.name)] = _mentioned(set(column.values), folded, words)
             if named:
                 conditions.setdefault(table.name, []).append((column.name, named))
-    return Focus(conditions, dated, computation)
+    literals = Literals(_numbers(question), _like_words(question), mentioned, date_starts)
+    return Focus(conditions, dated, computation, literals)
+
+
+def _mentioned(cells: set[str], folded: str, words: set[str]) -> tuple[str, ...]:
+    """The cells the question speaks of, in any case: `cancelled` in "not counting cancelled jobs",
+    `book` in "how many books"."""
+    spoken = {cell for cell in cells if f" {' '.join(_WORD.findall(cell.lower()))} " in folded}
+    spoken |= {cell for cell in cells if _WORD.fullmatch(cell) and _singular(cell.lower()) in words}
+    return tuple(sorted(spoken | set(_named_values(cells, folded, words))))
+
+
+def _numbers(question: str) -> tuple[str, ...]:
+    found = {match.replace(",", "") for match in _NUMBER.findall(question)}
+    found |= {
+        str(_NUMBER_WORDS[word.lower()]) for word in _WORD.findall(question) if word.lower() in _NUMBER_WORDS
+    }
+    found |= {
+        str(_NUMBER_WORDS[part.lower()])
+        for part in re.findall(r"\b(\w+)-day\b", question)
+        if part.lower() in _NUMBER_WORDS
+    }
+    return tuple(sorted(found | {"0", "1"}, key=lambda number: (len(number), number)))
+
+
+def _like_words(question: str) -> tuple[str, ...]:
+    """The question's words a LIKE pattern may hold, singular and as written."""
+    words = [
+        word.lower()
+        for word in _WORD.findall(question)
+        if len(word) > 2 and word.lower() not in _COMMON_WORDS
+    ]
+    return tuple(sorted(set(words) | {_singular(word) for word in words}))
+
+
+def _days(question: str) -> set[str]:
+    """The days a question names in words ("9 June", "June 9th"), as files write them: '06-09'."""
+    days = set()
+    for match in _DAY_MONTH.finditer(question):
+        day = re.search(r"\d{1,2}", match.group(0))
+        month = _MONTH.search(match.group(0))
+        if day and month:
+            days.add(f"{MONTHS.index(month.group(0).lower()) + 1:02d}-{int(day.group(0)):02d}")
+    return days
+
+
+def _named_months(question: str) -> set[int]:
+    return {MONTHS.index(name.lower()) + 1 for name in _MONTH.findall(question)}
 
 
 def _period_month(question: str) -> list[int]:

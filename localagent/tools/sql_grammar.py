@@ -19,8 +19,9 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from localagent.tools.sql_focus import Focus
+from localagent.tools.sql_focus import Focus, Literals
 from localagent.tools.table_catalog import Column, DataTable
 
 MAX_JOIN_TABLES = 12  # above this many tables, joins are left out (pairs grow with the square)
@@ -64,9 +65,19 @@ def sql_terminals(tables: Sequence[DataTable], focus: Focus | None = None) -> di
             on = " | ".join(_literal(f"{left.name}.{a} = {right.name}.{b}") for a, b in keys)
             source = f"{_literal(left.name + ' JOIN ' + right.name + ' ON ')} ({on})"
             columns = _written(left, qualified=True) + _written(right, qualified=True)
-            queries.append(_query(_Scope(terminals, f"J{number}"), source, columns, [], Focus()))
+            joined = Focus(literals=focus.literals)
+            queries.append(_query(_Scope(terminals, f"J{number}"), source, columns, [], joined))
     terminals["SQL"] = " | ".join(queries)
     return {"start": "SQL", "terminals": terminals}
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A column as a query writes it (`amount`, or `orders.amount` in a join), and whose it is."""
+
+    text: str
+    table: str
+    column: Column
 
 
 class _Scope:
@@ -98,18 +109,16 @@ def _required(table: DataTable, focus: Focus) -> list[str]:
     return required
 
 
-def _written(table: DataTable, *, qualified: bool) -> list[tuple[str, Column]]:
+def _written(table: DataTable, *, qualified: bool) -> list[_Written]:
     prefix = f"{table.name}." if qualified else ""
-    return [(prefix + column.name, column) for column in table.columns]
+    return [_Written(prefix + column.name, table.name, column) for column in table.columns]
 
 
-def _query(
-    scope: _Scope, source: str, columns: list[tuple[str, Column]], required: list[str], focus: Focus
-) -> str:
+def _query(scope: _Scope, source: str, columns: list[_Written], required: list[str], focus: Focus) -> str:
     """Define the terminals of the queries over one table (or join); return its query."""
     define = scope.define
-    column = define("COL", " | ".join(_literal(written) for written, _ in columns))
-    dates = [written for written, kind in columns if kind.dates]
+    column = define("COL", " | ".join(_literal(written.text) for written in columns))
+    dates = [written.text for written in columns if written.column.dates]
     inner_options = [
         column,
         "NUM",
@@ -122,7 +131,7 @@ def _query(
     inner = define("INNER", " | ".join(inner_options))
     next_inner = define("NEXT_INNER", f"OP {inner}")
     arithmetic = define("ARITH", f"{inner} {next_inner}~0..3")
-    condition = define("COND", " | ".join(_conditions(columns)))
+    condition = define("COND", " | ".join(_conditions(columns, focus.literals)))
     argument = f'"DISTINCT "? ({condition} | {arithmetic}) ")"'
     aggregate = define(
         "AGG",
@@ -183,23 +192,62 @@ def _query(
     return define("QUERY", query)
 
 
-def _conditions(columns: list[tuple[str, Column]]) -> Iterable[str]:
-    """One comparison per column, with what its kind of column may be compared with."""
-    for written, column in columns:
-        name = _literal(written)
+def _conditions(columns: list[_Written], literals: Literals | None) -> Iterable[str]:
+    """One comparison per column, with what its kind of column may be compared with: any value, or
+    with `literals`, only what the question speaks of."""
+    numeric = [written.text for written in columns if written.column.kind in ("INTEGER", "REAL")]
+    for written in columns:
+        name, column = _literal(written.text), written.column
+        where = (written.table, column.name)
         if column.kind in ("INTEGER", "REAL"):
-            yield f'{name} (CMP NUM | " BETWEEN " NUM " AND " NUM | NULL_TEST)'
-        elif column.values:
-            value = "(" + " | ".join(_literal(f"'{value}'") for value in column.values) + ")"
-            listed = f'"(" {value} (", " {value})~0..9 ")"'
-            yield f'{name} (EQ {value} | " NOT"? " IN " {listed} | " NOT"? " LIKE " FREE | NULL_TEST)'
+            number = "NUM" if literals is None else _any_literal(literals.numbers)
+            other = " | ".join(_literal(text) for text in numeric if text != written.text)
+            than_column = f" | CMP ({other})" if other else ""
+            yield f'{name} (CMP {number} | " BETWEEN " {number} " AND " {number} | NULL_TEST{than_column})'
         elif column.dates:
-            yield (
-                f'{name} (CMP DATE | " BETWEEN " DATE " AND " DATE | " NOT"? " LIKE " DATE_START | NULL_TEST)'
-            )
-            yield f'"strftime(" DATE_PART ", " {name} ")" CMP /\'[0-9-]{{1,10}}\'/'
+            yield from _date_conditions(name, literals, literals.dates.get(where, ()) if literals else ())
         else:
-            yield f'("LOWER(" {name} ")" | {name}) (EQ FREE | " NOT"? " LIKE " FREE | NULL_TEST)'
+            if literals is None:
+                values, like = column.values, "FREE"
+            else:
+                values, like = literals.values.get(where, ()), _like_patterns(literals.words)
+            tests = ["NULL_TEST"]
+            if values:
+                value = _any_literal(f"'{value}'" for value in values)
+                tests += [f"EQ {value}", f'" NOT"? " IN (" {value} (", " {value})~0..9 ")"']
+            if like:
+                tests.append(f'" NOT"? " LIKE " {like}')
+            subject = name if column.values else f'("LOWER(" {name} ")" | {name})'
+            yield f"{subject} ({' | '.join(tests)})"
+
+
+def _date_conditions(name: str, literals: Literals | None, starts: Sequence[str]) -> Iterable[str]:
+    if literals is None:
+        date, date_start, part_value = "DATE", "DATE_START", "/'[0-9-]{1,10}'/"
+    elif starts:
+        date = _any_literal(f"'{start}'" for start in starts)
+        date_start = _any_literal(f"'{start}%'" for start in starts)
+        parts = {start[5:7] for start in starts if len(start) >= 7} | {start[:4] for start in starts}
+        part_value = _any_literal(f"'{part}'" for part in sorted(parts))
+    else:
+        yield f"{name} NULL_TEST"
+        return
+    between = f'" BETWEEN " {date} " AND " {date}'
+    yield f'{name} (CMP {date} | {between} | " NOT"? " LIKE " {date_start} | NULL_TEST)'
+    yield f'"strftime(" DATE_PART ", " {name} ")" CMP {part_value}'
+
+
+def _like_patterns(words: Sequence[str]) -> str:
+    """LIKE patterns that hold one of the question's words: '%word%' or 'word%'."""
+    plain = [word for word in words if "'" not in word and '"' not in word]
+    if not plain:
+        return ""
+    word = "(" + " | ".join(_literal(word) for word in plain) + ")"
+    return f'"\'" "%"? {word} "%\'"'
+
+
+def _any_literal(texts: Iterable[str]) -> str:
+    return "(" + " | ".join(_literal(text) for text in dict.fromkeys(texts)) + ")"
 
 
 def _joinable(tables: Sequence[DataTable]) -> Iterable[tuple[DataTable, DataTable, list[tuple[str, str]]]]:

@@ -21,18 +21,18 @@ from localagent.tools.spec import ToolSpec
 SYSTEM_PROMPT = (
     "You are a careful assistant working in a folder of files. "
     "You call the tools yourself, one call at a time, and read their results; the user cannot. "
-    "A question comes with the lines of the files that share most words with it. When those lines hold "
-    "the answer, answer from them at once; when they do not, read the file that holds the answer, or "
-    "search all files for a word from the question. When a note says that no file mentions what a "
-    "question about the files asks for, the files do not hold the answer: say so, and never give a "
-    "value that belongs to something else. Questions of general knowledge you answer yourself. "
+    "Look at the files before you answer questions about them: read the file that holds the answer, "
+    "or, when you do not know which one it is, search all files for a word from the question. "
+    "When a note says that no file mentions what a question about the files asks for, the files do not "
+    "hold the answer: say so, and never give a value that belongs to something else. "
+    "Questions of general knowledge you answer yourself. "
     "When you are asked to change a file, change it with a tool before you answer. "
     "When you know the answer, give it in one or two sentences."
 )
 
 
 _LISTING_HEADING = "Files in the workspace:\n"
-_EVIDENCE_HEADING = "From the files, the lines that share most words with the question:\n"
+_EVIDENCE_HEADING = "Lines of the files that hold what the question names:\n"
 _ABSENT_HEADING = "Note: "
 
 
@@ -96,10 +96,11 @@ def evidence_block(
         under = f" (under '{passage.context}')" if passage.context else ""
         numbered = "\n".join(f"{passage.first_line + at}: {line}" for at, line in enumerate(lines))
         blocks.append(f"{passage.path}, {span}{under}:\n{numbered}")
+    notes = []
     for term, files in counts:
         where = ", ".join(f"{count} in {path}" for path, count in files)
-        blocks.append(f"Lines that hold '{term}', counted: {where}.")
-    return _EVIDENCE_HEADING + "\n".join(blocks)
+        notes.append(f"{_ABSENT_HEADING}the lines that hold '{term}' as written: {where}.")
+    return "\n".join(([_EVIDENCE_HEADING + "\n".join(blocks)] if blocks else []) + notes)
 
 
 # --- the text-tag (ReAct) format ---
@@ -146,34 +147,22 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
     examples = []
     if {"search_text", "read_file"} <= names:
         examples.append(
-            _EVIDENCE_HEADING
-            + "pond.md, line 2 (under '# The mill pond'):\n2: Kingfishers nest in the north bank.\n\n"
-            "Question: Where do the kingfishers nest?\n"
-            "Thought: The lines from pond.md answer it.\n"
-            "Final Answer: In the north bank of the mill pond."
-        )
-        examples.append(
-            _EVIDENCE_HEADING + "sightings/may.md, line 4:\n4: - kingfisher, see pond.md\n\n"
             "Question: Where did I see the kingfisher?\n"
+            "Thought: I do not know which file mentions the kingfisher, so I search all files.\n"
+            "Action: search_text\n"
+            'Action Input: {"pattern": "kingfisher"}\n'
+            "Observation: Matches for 'kingfisher' in . (1 matching line):\n"
+            "sightings/may.md:4: - kingfisher, see pond.md\n"
             "Thought: The May sightings point to pond.md, so I read it.\n"
             "Action: read_file\n"
             'Action Input: {"path": "pond.md"}\n'
             "Observation: pond.md, lines 1-2 of 2:\n"
             "1: # The mill pond\n2: Kingfishers nest in the north bank.\n"
             "Thought: I know the answer now.\n"
-            "Final Answer: At the mill pond, where kingfishers nest in the north bank.",
-        )
-        examples.append(
-            f"{_ABSENT_HEADING}no file in the workspace mentions 'grebe' (a search of every file's text and "
-            "name found nothing).\n\n"
-            "Question: When did I last see a grebe?\n"
-            "Thought: No file mentions a grebe, so the notes do not say.\n"
-            "Final Answer: Your notes do not mention a grebe, so they do not say when you last saw one."
+            "Final Answer: At the mill pond, where kingfishers nest in the north bank."
         )
     if "query_tables" in names:
         examples.append(
-            _EVIDENCE_HEADING
-            + "sightings.csv, line 7 (under 'date,species,count'):\n7: 2024-05-03,coot,4\n\n"
             "Question: How many coots have I counted in all?\n"
             "Thought: The counts are rows of the sightings table; I add up the coot rows with a query.\n"
             "Action: query_tables\n"
@@ -182,12 +171,14 @@ def react_example(tools: Sequence[ToolSpec]) -> str | None:
             "Thought: I know the answer now.\n"
             "Final Answer: 27 coots."
         )
-    if "calculator" in names:
+    if {"read_file", "calculator"} <= names:
         examples.append(
-            _EVIDENCE_HEADING
-            + "pond.md, lines 2-3 (under '# The mill pond'):\n2: herons: 3\n3: coots: 11\n\n"
             "Question: How many birds did I count in total at the pond?\n"
-            "Thought: The lines give the counts; I add them with the calculator.\n"
+            "Thought: The counts are in pond.md; I read them first.\n"
+            "Action: read_file\n"
+            'Action Input: {"path": "pond.md"}\n'
+            "Observation: pond.md, lines 1-3 of 3:\n1: # The mill pond\n2: herons: 3\n3: coots: 11\n"
+            "Thought: I add the two counts with the calculator.\n"
             "Action: calculator\n"
             'Action Input: {"expression": "3 + 11"}\n'
             "Observation: 14\n"
