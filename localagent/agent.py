@@ -285,13 +285,15 @@ class Agent(ClosesOnExit):
         with self._run_lock:  # one run at a time: they would share the transcript and a local model
             turn = self.load()
             index = self._index()
+            # A conversation keeps the tools it started with: its instructions (and their KV cache) stay.
+            tools = [tool for tool in self.tools if history is not None or tool.offered(task)]
             messages = (
                 opening_messages(
                     task,
                     self.workspace.root,
                     hidden=_present(self.transcript_path),
                     index=index,
-                    tables=any(tool.name == "query_tables" for tool in self.tools),
+                    tables=any(tool.name == "query_tables" for tool in tools),
                 )
                 if history is None
                 else [
@@ -305,7 +307,7 @@ class Agent(ClosesOnExit):
             )
             runner = Runner(
                 turn,
-                self.tools,
+                tools,
                 RunnerSettings(max_steps=self.settings.max_steps),
                 on_event=on_event,
                 approve=self.approve,

@@ -77,13 +77,41 @@ def test_run_with_a_script_prints_json_and_writes_the_transcript(tmp_path: Path)
     result = localagent("run", "--model", model, "What is 17*23?", "--json", "--transcript", str(transcript))
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert set(payload) == {"status", "answer", "steps", "changed", "usage", "messages", "transcript"}
+    assert set(payload) == {
+        "status",
+        "answer",
+        "steps",
+        "changed",
+        "sources",
+        "usage",
+        "messages",
+        "transcript",
+    }
     assert (payload["status"], payload["answer"], payload["steps"]) == ("final", "391", 2)
     assert payload["changed"] == []
+    assert payload["sources"] == []  # the calculator's result is no line of a file
     assert payload["transcript"] == str(transcript)
     tool_message = next(m for m in payload["messages"] if m["role"] == "tool")
     assert tool_message["content"].startswith("391")
     assert [m.model_dump(mode="json") for m in read_messages(transcript)] == payload["messages"]
+
+
+def test_run_names_the_lines_its_answer_rests_on_dimmed_after_it(tmp_path: Path) -> None:
+    (tmp_path / "ferry.md").write_text("# Ferry\n\nThe first boat leaves at 06:40.\nThe last one at 22:15.\n")
+    model = script(
+        tmp_path,
+        [
+            'Thought: read it\nAction: read_file\nAction Input: {"path": "ferry.md"}\n',
+            "Thought: done\nFinal Answer: The last boat leaves at 22:15.",
+        ],
+    )
+    args = ("run", "--model", model, "When does the last boat leave?", "--workspace", str(tmp_path))
+    shown = localagent(*args)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == "The last boat leaves at 22:15."
+    assert "Sources: ferry.md:4" in shown.stderr.splitlines()
+    payload = json.loads(localagent(*args, "--json").stdout)
+    assert payload["sources"] == ["ferry.md:4"]
 
 
 def test_run_says_after_the_answer_that_no_file_changed_when_the_model_only_claims_it(

@@ -39,6 +39,12 @@ class Tool:
     # For a tool that changes files: raises ToolError when the call could not apply as written (its
     # text not in the file, say), so it is refused before anyone is asked to approve it.
     dry_run: Callable[[dict[str, Any]], None] | None = None
+    # Whether a run that answers this question is offered the tool at all; None: always. A tool a
+    # small model reaches for where it does not fit (SQL for a question about a note) waits for its cue.
+    offered_for: Callable[[str], bool] | None = None
+
+    def offered(self, question: str) -> bool:
+        return self.offered_for is None or self.offered_for(question)
 
     @property
     def name(self) -> str:

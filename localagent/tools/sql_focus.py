@@ -56,6 +56,19 @@ _NUMBER_WORDS = {
 WORD_MATCHES_KEPT = 3  # more values of one column sharing a word with the question say nothing
 
 
+_COMPUTING = re.compile(
+    r"\b(how (many|much)|total|sum|count|number of|in all|altogether|average|mean|percent(age)?|share|"
+    r"proportion|most|least|largest|biggest|highest|smallest|lowest|cheapest|fewest|maximum|minimum)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_computation(question: str) -> bool:
+    """Whether a question asks for a count, a sum, an average, a share or an extreme: what a query
+    computes. Other questions a small model answers better from the files than with SQL."""
+    return bool(_COMPUTING.search(question))
+
+
 @dataclass(frozen=True)
 class Literals:
     """The values a condition may compare with, when they must come from the question: a query then

@@ -215,7 +215,7 @@ def _conditions(columns: list[_Written], literals: Literals | None) -> Iterable[
             if values:
                 value = _any_literal(f"'{value}'" for value in values)
                 tests += [f"EQ {value}", f'" NOT"? " IN (" {value} (", " {value})~0..9 ")"']
-            if like:
+            if like and not column.values:  # a few-valued column is tested by its values
                 tests.append(f'" NOT"? " LIKE " {like}')
             subject = name if column.values else f'("LOWER(" {name} ")" | {name})'
             yield f"{subject} ({' | '.join(tests)})"

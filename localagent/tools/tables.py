@@ -17,7 +17,7 @@ from pydantic import Field
 from localagent.core.cancel import CancelToken
 from localagent.tools.base import Tool, ToolError
 from localagent.tools.calculator import format_number
-from localagent.tools.sql_focus import question_focus
+from localagent.tools.sql_focus import asks_for_computation, question_focus
 from localagent.tools.sql_grammar import sql_schema
 from localagent.tools.table_catalog import DataTable, workspace_tables
 from localagent.tools.workspace import Workspace
@@ -41,7 +41,13 @@ class TableQuery:
 
     def tool(self) -> Tool:
         tool = Tool.from_function(self.query_tables)
-        return Tool(tool.spec, tool.validate, tool.invoke, narrow=self._grammar_schema)
+        return Tool(
+            tool.spec,
+            tool.validate,
+            tool.invoke,
+            narrow=self._grammar_schema,
+            offered_for=asks_for_computation,
+        )
 
     def has_tables(self) -> bool:
         return bool(workspace_tables(self.workspace))
@@ -138,17 +144,18 @@ def _load(connection: sqlite3.Connection, tables: Sequence[DataTable]) -> None:
 
 
 def _shown(columns: list[str], rows: list[tuple[object, ...]]) -> str:
+    """The result as a table with its column names first, and how many rows last (as psql does): a
+    count above the rows was given as the answer to "which ..."."""
     if not rows:
         return "No rows."
     if len(rows) == 1:
         # One row as `name = value` pairs: "1 row:" above a lone count was read as the count.
         return ", ".join(f"{name} = {_cell(value)}" for name, value in zip(columns, rows[0], strict=True))
-    if len(rows) > ROWS_SHOWN:
-        count = f"The first {ROWS_SHOWN} rows (there are more):"
-    else:
-        count = f"{len(rows)} row{'s' * (len(rows) > 1)}:"
-    lines = [count, " | ".join(columns)]
+    lines = [" | ".join(columns)]
     lines.extend(" | ".join(_cell(value) for value in row) for row in rows[:ROWS_SHOWN])
+    lines.append(
+        f"(the first {ROWS_SHOWN} rows; there are more)" if len(rows) > ROWS_SHOWN else f"({len(rows)} rows)"
+    )
     return "\n".join(lines)
 
 
