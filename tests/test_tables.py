@@ -51,7 +51,7 @@ def test_filters_and_averages_with_numbers_typed(shop: Path) -> None:
     )
     # price is numeric, so 8.50 < 12.00 compares as numbers, not as text ('8.50' > '12.00').
     assert query(shop, "SELECT name FROM wares WHERE price < 10 ORDER BY price") == (
-        "2 rows:\nname\nCotton oven glove\nCopper ladle"
+        "name\nCotton oven glove\nCopper ladle\n(2 rows)"
     )
 
 
@@ -60,7 +60,7 @@ def test_tables_are_joined_by_their_plain_names(shop: Path) -> None:
         "SELECT wares.name, SUM(orders_2023_07.quantity) AS units FROM orders_2023_07 JOIN wares "
         "ON orders_2023_07.sku = wares.sku GROUP BY wares.name ORDER BY units DESC"
     )
-    assert query(shop, sql) == "2 rows:\nname | units\nSoy wax lantern | 5\nCopper ladle | 3"
+    assert query(shop, sql) == "name | units\nSoy wax lantern | 5\nCopper ladle | 3\n(2 rows)"
 
 
 def test_a_path_is_no_table_and_the_error_names_the_tables_there_are(shop: Path) -> None:
@@ -129,7 +129,7 @@ def test_each_query_reads_the_files_as_they_are_now(shop: Path) -> None:
 def test_other_delimiters_blank_cells_and_odd_headers(tmp_path: Path) -> None:
     (tmp_path / "people.csv").write_text("\ufeffname;Age;;name\nAna;34;x;A\nEda;;y\n\n")
     assert query(tmp_path, "SELECT * FROM people ORDER BY name") == (
-        "2 rows:\nname | age | column3 | name_4\nAna | 34 | x | A\nEda | NULL | y | NULL"
+        "name | age | column3 | name_4\nAna | 34 | x | A\nEda | NULL | y | NULL\n(2 rows)"
     )
     assert query(tmp_path, "SELECT SUM(age) AS total FROM people") == "total = 34"
 
@@ -137,7 +137,8 @@ def test_other_delimiters_blank_cells_and_odd_headers(tmp_path: Path) -> None:
 def test_long_results_are_cut(tmp_path: Path) -> None:
     (tmp_path / "n.csv").write_text("n\n" + "".join(f"{i}\n" for i in range(200)))
     shown = query(tmp_path, "SELECT n FROM n").splitlines()
-    assert shown[0] == f"The first {tables.ROWS_SHOWN} rows (there are more):"
+    assert shown[0] == "n"
+    assert shown[-1] == f"(the first {tables.ROWS_SHOWN} rows; there are more)"
     assert len(shown) == 2 + tables.ROWS_SHOWN
 
 
@@ -212,7 +213,7 @@ def test_a_folder_of_csv_files_with_the_same_columns_is_one_table(shop: Path) ->
     (shop / "orders" / "notes.csv").write_text("day,note\nMon,closed\n")  # other columns: not in it
     assert query(shop, "SELECT SUM(quantity) AS ladles FROM orders WHERE sku = 'KT-301'") == "ladles = 7"
     assert query(shop, "SELECT file, COUNT(*) AS n FROM orders GROUP BY file") == (
-        "2 rows:\nfile | n\norders/2023-06.csv | 1\norders/2023-07.csv | 3"
+        "file | n\norders/2023-06.csv | 1\norders/2023-07.csv | 3\n(2 rows)"
     )
 
 
@@ -243,14 +244,14 @@ def test_a_task_list_is_counted_by_a_query(tmp_path: Path) -> None:
         "## After closing\n- [ ] Count the till\n"
     )
     assert query(tmp_path, "SELECT section, SUM(done = 0) AS open FROM todo GROUP BY section ORDER BY 1") == (
-        "2 rows:\nsection | open\nAfter closing | 1\nBefore opening | 1"
+        "section | open\nAfter closing | 1\nBefore opening | 1\n(2 rows)"
     )
 
 
 def test_windows_line_ends(tmp_path: Path) -> None:
     (tmp_path / "prices.csv").write_bytes(b'item,price\r\ntea,2.5\r\ncake,"3,5"\r\n')
     assert query(tmp_path, "SELECT item, price FROM prices ORDER BY item") == (
-        "2 rows:\nitem | price\ncake | 3,5\ntea | 2.5"
+        "item | price\ncake | 3,5\ntea | 2.5\n(2 rows)"
     )
 
 

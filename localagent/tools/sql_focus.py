@@ -56,17 +56,30 @@ _NUMBER_WORDS = {
 WORD_MATCHES_KEPT = 3  # more values of one column sharing a word with the question say nothing
 
 
-_COMPUTING = re.compile(
-    r"\b(how (many|much)|total|sum|count|number of|in all|altogether|average|mean|percent(age)?|share|"
-    r"proportion|most|least|largest|biggest|highest|smallest|lowest|cheapest|fewest|maximum|minimum)\b",
+_COMPUTES = re.compile(
+    r"\b(total|sum|count|number of|in all|altogether|average|mean|percent(age)?|share|proportion|"
+    r"most|least|largest|biggest|highest|smallest|lowest|cheapest|fewest|maximum|minimum)\b",
     re.IGNORECASE,
 )
+_HOW_MANY = re.compile(r"\bhow (many|much)\b", re.IGNORECASE)
 
 
-def asks_for_computation(question: str) -> bool:
-    """Whether a question asks for a count, a sum, an average, a share or an extreme: what a query
-    computes. Other questions a small model answers better from the files than with SQL."""
-    return bool(_COMPUTING.search(question))
+def asks_for_computation(question: str, tables: list[DataTable]) -> bool:
+    """Whether a question asks what a query computes: a total, an average, a share, an extreme; or
+    how many or how much of something a table holds (a value it names, a month of its dates, the
+    table by its name). Other questions a small model answers better from the files than with SQL:
+    "how many days do I give clients to pay" is a setting to read, not rows to count."""
+    if _COMPUTES.search(question):
+        return True
+    if not _HOW_MANY.search(question):
+        return False
+    focus = question_focus(question, tables)
+    if focus.conditions or focus.months:
+        return True
+    words = {_singular(word.lower()) for word in _WORD.findall(question)}
+    return any(
+        _singular(part) in words for table in tables for part in table.name.split("_") if len(part) > 3
+    )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ tables (`sql_grammar`) keeps it to the tables, columns and values that are there
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -46,8 +47,11 @@ class TableQuery:
             tool.validate,
             tool.invoke,
             narrow=self._grammar_schema,
-            offered_for=asks_for_computation,
+            offered_for=self._offered,
         )
+
+    def _offered(self, question: str) -> bool:
+        return asks_for_computation(question, workspace_tables(self.workspace))
 
     def has_tables(self) -> bool:
         return bool(workspace_tables(self.workspace))
@@ -84,9 +88,10 @@ class TableQuery:
                     f"SQL error: {str(error).rstrip('.')}. Tables: {_described(tables)}."
                 ) from None
             columns = [column[0] for column in cursor.description or []]
+            extreme_rows = _rows_holding_extreme(connection, sql, rows)
         finally:
             connection.close()
-        return _shown(columns, rows)
+        return _shown(columns, rows) + extreme_rows
 
     def _grammar_schema(self, question: str) -> dict[str, Any] | None:
         tables = workspace_tables(self.workspace)
@@ -105,6 +110,35 @@ def tables_listing(workspace: Workspace) -> str:
     if len(lines) > TABLES_LISTED:
         lines = [*lines[:TABLES_LISTED], f"(and {len(lines) - TABLES_LISTED} more tables)"]
     return "\n".join(lines)
+
+
+_EXTREME = re.compile(
+    r"SELECT (?:ROUND\()?(MAX|MIN)\((\w+)\)(?:, \d\))?(?: AS \w+)? FROM (\w+)( WHERE .*?)?$", re.IGNORECASE
+)
+EXTREME_ROWS_SHOWN = 3
+
+
+def _rows_holding_extreme(connection: sqlite3.Connection, sql: str, rows: list[tuple[object, ...]]) -> str:
+    """For a query of one column's largest or smallest value alone, the rows that hold it: asked for
+    the most expensive job, a model writes MAX(amount) and would answer with the amount alone."""
+    found = _EXTREME.match(" ".join(sql.split()).rstrip(";"))
+    if not found or len(rows) != 1 or len(rows[0]) != 1 or rows[0][0] is None:
+        return ""
+    _, column, table, where = found.groups()
+    condition = f"({where[len(' WHERE ') :]}) AND " if where else ""
+    try:
+        cursor = connection.execute(
+            f"SELECT * FROM {table} WHERE {condition}{column} = ? LIMIT {EXTREME_ROWS_SHOWN + 1}",
+            (rows[0][0],),
+        )
+        holding = cursor.fetchall()
+    except sqlite3.Error:
+        return ""
+    if not holding:
+        return ""
+    names = [described[0] for described in cursor.description]
+    lines = [" | ".join(_cell(value) for value in row) for row in holding[:EXTREME_ROWS_SHOWN]]
+    return f"\nThe row{'s' * (len(holding) > 1)} holding it:\n" + "\n".join([" | ".join(names), *lines])
 
 
 def _rows(count: int) -> str:
