@@ -264,13 +264,13 @@ def test_a_question_naming_what_no_file_holds_gets_those_terms_instead(apiary: P
 
 
 def test_the_evidence_keeps_to_its_budget_and_a_few_passages_a_file(tmp_path: Path) -> None:
-    lines = "".join(f"Frame {number} of the brood box holds capped brood.\n\n" for number in range(40))
+    lines = "".join(f"Frame {number} of the Dadant box holds capped brood.\n\n" for number in range(40))
     (tmp_path / "frames.md").write_text(lines)
-    (tmp_path / "other.md").write_text("The brood box was moved.\n")
+    (tmp_path / "other.md").write_text("The Dadant box was moved.\n")
     with WorkspaceIndex(Workspace(tmp_path)) as index:
         index.refresh()
-        found = gather_evidence(index, "Which frames hold capped brood?")
-        small = gather_evidence(index, "Which frames hold capped brood?", budget=120)
+        found = gather_evidence(index, "Which frames of the Dadant box hold capped brood?")
+        small = gather_evidence(index, "Which frames of the Dadant box hold capped brood?", budget=120)
     assert sum(passage.path == "frames.md" for passage in found.passages) == PASSAGES_PER_FILE
     assert sum(len(passage.text) for passage in found.passages) <= EVIDENCE_CHARS
     assert len(small.passages) == 1
@@ -278,12 +278,12 @@ def test_the_evidence_keeps_to_its_budget_and_a_few_passages_a_file(tmp_path: Pa
 
 def test_neighbouring_passages_of_a_file_are_shown_as_one(tmp_path: Path) -> None:
     (tmp_path / "log.txt").write_text(
-        "".join(f"Day {n}: inspected the hive.\n" for n in range(1, PASSAGE_LINES + 1))
-        + "Day 7: inspected the hive again.\n"
+        "".join(f"Day {n}: inspected the Warré hive.\n" for n in range(1, PASSAGE_LINES + 1))
+        + "Day 7: inspected the Warré hive again.\n"
     )
     with WorkspaceIndex(Workspace(tmp_path)) as index:
         index.refresh()
-        (joined,) = gather_evidence(index, "When was the hive inspected?").passages
+        (joined,) = gather_evidence(index, "When was the Warré hive inspected?").passages
     assert (joined.first_line, joined.last_line) == (1, PASSAGE_LINES + 1)
     assert joined.text.count("\n") == PASSAGE_LINES
 
@@ -300,7 +300,7 @@ def test_the_evidence_block_names_each_passage_by_file_lines_and_heading() -> No
         (),
     )
     assert block == (
-        "From the files, the lines that share most words with the question:\n"
+        "Lines of the files that hold what the question names:\n"
         "hives.md, lines 7-8 (under '# Apiary'):\n7: ## South hive\n8: Swarmed.\n"
         "jars.csv, line 4:\n4: heather"
     )
@@ -320,9 +320,7 @@ def test_the_opening_message_holds_the_listing_tables_evidence_and_question(apia
     assert tables == (
         "Tables for query_tables:\n- jars (jars.csv, 2 rows): jar (clover/heather), size (227g/340g), count"
     )
-    assert evidence.startswith(
-        "From the files, the lines that share most words with the question:\nhives.md, lines 7-8"
-    )
+    assert evidence.startswith("Lines of the files that hold what the question names:\nhives.md, lines 7-8")
     assert question == "Question: When did the South hive swarm?"
     assert prompts.question_of(first.content) == "When did the South hive swarm?"
 
@@ -335,7 +333,7 @@ def _parts(message: str) -> tuple[str, str, str, str]:
 
 def test_without_an_index_or_tables_the_question_follows_the_listing(apiary: Path) -> None:
     (_, first) = opening_messages("When did the South hive swarm?", apiary)
-    assert "Tables for query_tables" not in first.content and "From the files" not in first.content
+    assert "Tables for query_tables" not in first.content and "Lines of the files" not in first.content
     assert first.content.endswith("\n\nWhen did the South hive swarm?")
     assert prompts.question_of(first.content) == "When did the South hive swarm?"
 
@@ -347,7 +345,7 @@ def test_without_an_index_or_tables_the_question_follows_the_listing(apiary: Pat
         "Files in the workspace:\njars.csv: jar,size\n\nHow many jars?",
         "Files in the workspace:\njars.csv: jar,size\n\nNote: no file in the workspace mentions 'X'.\n\n"
         "Question: How many jars?",
-        "From the files, the lines that share most words with the question:\njars.csv, line 2:\n2: clover\n\n"
+        "Lines of the files that hold what the question names:\njars.csv, line 2:\n2: clover\n\n"
         "Question: How many jars?",
     ],
 )

@@ -86,7 +86,7 @@ def test_the_tool_schema_carries_the_grammar_and_both_engines_compile_it(garden:
         "SELECT crop, SUM(kg) AS total FROM harvests GROUP BY crop ORDER BY SUM(kg) DESC LIMIT 1",
         "SELECT picker, COUNT(*) FROM harvests GROUP BY picker HAVING COUNT(*) > 1",
         "SELECT DISTINCT crop FROM harvests WHERE crop IN ('beans', 'kale') ORDER BY crop",
-        "SELECT * FROM plots WHERE holder LIKE '%ra%'",
+        "SELECT * FROM plots WHERE holder IN ('Orla', 'Yusra')",
         "SELECT plots.soil, SUM(harvests.kg) FROM harvests JOIN plots ON harvests.plot = plots.plot "
         "GROUP BY plots.soil",
     ],
@@ -189,9 +189,8 @@ def test_with_a_question_a_condition_compares_only_with_what_the_question_speaks
     assert accepted(garden, question, f"{named} AND crop = 'beans'")
     assert accepted(garden, question, f"{named} AND day LIKE '2024%'")
     assert accepted(garden, question, f"{named} AND kg > 0")
-    assert accepted(
-        garden, question, f"{named} AND crop LIKE '%bean%'"
-    )  # a LIKE holds a word of the question
+    # a column of few values is compared with one of them, not matched by a pattern
+    assert not accepted(garden, question, f"{named} AND crop LIKE '%bean%'")
     # a filter the question never speaks of cannot be invented
     assert not accepted(garden, question, f"{named} AND crop = 'kale'")
     assert not accepted(garden, question, f"{named} AND kg > 2")

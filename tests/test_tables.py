@@ -291,3 +291,23 @@ def test_a_column_named_by_an_sql_word_can_be_queried(tmp_path: Path, word: str)
 def test_one_odd_file_leaves_the_other_tables_queryable(shop: Path) -> None:
     (shop / "loans.csv").write_text("item,returning\nladder,2024-05-01\n")
     assert query(shop, "SELECT COUNT(*) FROM wares") == "COUNT(*) = 4"
+
+
+@pytest.mark.parametrize(
+    ("question", "offered"),
+    [
+        ("What is the total stock?", True),
+        ("What is the average price of the kitchen wares?", True),
+        ("Which ware is the most expensive?", True),
+        ("How many wares are there?", True),  # the table's rows, counted
+        ("How many days does a parcel take to arrive?", False),  # days: no table's rows
+        ("Who supplies the copper ladle?", False),
+        ("How many open items are left?", True),  # a task list's rows
+    ],
+)
+def test_it_is_offered_to_questions_that_ask_what_a_query_computes(
+    shop: Path, question: str, offered: bool
+) -> None:
+    (shop / "todo.md").write_text("# To do\n\n- [ ] Order wicks\n- [x] Price the kettles\n")
+    (tool,) = select_tools("query_tables", workspace=Workspace(shop))
+    assert tool.offered(question) is offered

@@ -4,8 +4,8 @@
 models with `run()` and Tools, from Python), a comma-separated list of:
   a built-in name   list_dir, read_file, search_text, calculator, query_tables, run_python,
                     write_file, replace_in_file, tick_box, add_item, set_key
-  default           list_dir, read_file, search_text, calculator (query_tables, read-only too, is
-                    named when wanted: it lures a small model into SQL on files that are no tables)
+  default           list_dir, read_file, search_text, calculator, and query_tables when the
+                    workspace holds tables (offered to a question that asks what a query computes)
   edit              write_file, replace_in_file, tick_box, add_item, set_key: the tools that change
                     files (the last three edit by what the user names: an item's words, a key)
   all               every built-in tool

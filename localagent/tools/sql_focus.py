@@ -61,25 +61,39 @@ _COMPUTES = re.compile(
     r"most|least|largest|biggest|highest|smallest|lowest|cheapest|fewest|maximum|minimum)\b",
     re.IGNORECASE,
 )
-_HOW_MANY = re.compile(r"\bhow (many|much)\b", re.IGNORECASE)
+# "how many" and the words after it, up to the verb: what is counted ("how many open tasks are ...").
+_HOW_MANY = re.compile(
+    r"\bhow (?:many|much)\b(?P<what>(?:\s+(?!(?:are|is|was|were|do|does|did|have|has|had|can|will|"
+    r"would|should|in|of|on|at|for|from|by|to|there)\b)[\w'-]+){0,3})",
+    re.IGNORECASE,
+)
 
 
 def asks_for_computation(question: str, tables: list[DataTable]) -> bool:
     """Whether a question asks what a query computes: a total, an average, a share, an extreme; or
-    how many or how much of something a table holds (a value it names, a month of its dates, the
-    table by its name). Other questions a small model answers better from the files than with SQL:
-    "how many days do I give clients to pay" is a setting to read, not rows to count."""
+    how many or how much of something a table holds (a value it names, a month of its dates, or rows
+    of the table, named right after "how many"). Other questions a small model answers better from
+    the files than with SQL: "how many days do customers get to pay" names a table's rows, but counts
+    days, a setting to read."""
     if _COMPUTES.search(question):
         return True
-    if not _HOW_MANY.search(question):
+    counted = _HOW_MANY.search(question)
+    if not counted:
         return False
     focus = question_focus(question, tables)
     if focus.conditions or focus.months:
         return True
-    words = {_singular(word.lower()) for word in _WORD.findall(question)}
-    return any(
-        _singular(part) in words for table in tables for part in table.name.split("_") if len(part) > 3
-    )
+    words = {_singular(word.lower()) for word in _WORD.findall(counted.group("what"))}
+    row_names = {_singular(part) for table in tables for part in _row_names(table) if len(part) > 3}
+    return bool(words & row_names)
+
+
+def _row_names(table: DataTable) -> list[str]:
+    """What a table's rows are called: the words of its name, and "item", "task" for a task list's."""
+    names = table.name.split("_")
+    if table.column("done") is not None:
+        names += ["item", "task", "box", "todo"]
+    return names
 
 
 @dataclass(frozen=True)
