@@ -86,3 +86,22 @@ def test_bench_prints_every_figure_the_issue_names_as_json() -> None:
     assert len(figures["kv_reuse"]["steps"]) >= 2
     assert figures["kv_reuse"]["max_extra_tokens_per_step"] <= 1
     assert figures["cold_start_s"] > 0 and figures["cold_start_without_disk_cache_s"] > 0
+
+
+def test_a_real_run_names_the_lines_its_answer_rests_on(tmp_path: Path) -> None:
+    (tmp_path / "ferry.md").write_text(
+        "# Ferry timetable\n\nThe first boat leaves at 06:40.\nThe last boat leaves at 22:15.\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "localagent", "run", "When does the last boat leave?", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert "22:15" in payload["answer"]
+    assert payload["sources"] == ["ferry.md:4"]
+    assert "Sources: ferry.md:4" in result.stderr.splitlines()

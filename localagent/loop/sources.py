@@ -16,7 +16,8 @@ from localagent.core.messages import AssistantMessage, Message, ToolMessage, Use
 
 SOURCES_SHOWN = 4
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w.]*\w)")
+_NUMBER = re.compile(r"(?<![\w.:])-?\d[\d,]*(?:\.\d+)?(?![\w.]*\w|:\d)")
+_TIME = re.compile(r"(?<![\w:])\d{1,2}:\d\d(?::\d\d)?(?![\w:])")  # 12:30 is one value, not 12 and 30
 _CODE = re.compile(r"\b(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9]+(?:[-./_][A-Za-z0-9]+)+\b")
 _NAME = re.compile(r"(?<=[a-z,;:]\s)[A-Z][\w'’-]*[a-z][\w-]*")
 # Lines as the tools and the evidence number them: "12: text" under "path, lines 3-14 …:", and a
@@ -41,7 +42,7 @@ def answer_sources(
 ) -> tuple[str, ...]:
     """The places, as `path:line` (or a table's file), whose text holds a value of the answer."""
     numbers = {_number(match) for match in _NUMBER.findall(answer)} - {None}
-    words = {match.lower() for match in _CODE.findall(answer) + _NAME.findall(answer)}
+    words = {match.lower() for match in _CODE.findall(answer) + _NAME.findall(answer) + _TIME.findall(answer)}
     if not numbers and not words:
         return ()
     found: list[str] = []
