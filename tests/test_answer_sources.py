@@ -10,7 +10,7 @@ READ = ToolMessage(
     request_id="r1",
     name="read_file",
     content=(
-        "tides.md, lines 1-4 of 4:\n1: # Tides\n2: High water at 06:12.\n3: Low water at 12:30.\n"
+        "tides.md, lines 1-4 of 4:\n1: # Estuary\n2: High water at 06:12.\n3: Low water at 12:30.\n"
         "4: Pilot: Ines Varga"
     ),
 )

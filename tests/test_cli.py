@@ -97,7 +97,7 @@ def test_run_with_a_script_prints_json_and_writes_the_transcript(tmp_path: Path)
 
 
 def test_run_names_the_lines_its_answer_rests_on_dimmed_after_it(tmp_path: Path) -> None:
-    (tmp_path / "ferry.md").write_text("# Ferry\n\nThe first boat leaves at 06:40.\nThe last one at 22:15.\n")
+    (tmp_path / "ferry.md").write_text("# Jetty\n\nThe first boat leaves at 06:40.\nThe last one at 22:15.\n")
     model = script(
         tmp_path,
         [

@@ -90,7 +90,7 @@ def test_bench_prints_every_figure_the_issue_names_as_json() -> None:
 
 def test_a_real_run_names_the_lines_its_answer_rests_on(tmp_path: Path) -> None:
     (tmp_path / "ferry.md").write_text(
-        "# Ferry timetable\n\nThe first boat leaves at 06:40.\nThe last boat leaves at 22:15.\n"
+        "# Jetty timetable\n\nThe first boat leaves at 06:40.\nThe last boat leaves at 22:15.\n"
     )
     result = subprocess.run(
         [sys.executable, "-m", "localagent", "run", "When does the last boat leave?", "--json"],
