@@ -16,6 +16,21 @@ from localagent.models.registry import DEFAULT_MODEL
 pytestmark = pytest.mark.slow
 
 
+def _run_json(
+    arguments: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`localagent run TASK --json ...` in a fresh process, as a user starts it."""
+    return subprocess.run(
+        [sys.executable, "-m", "localagent", "run", arguments[0], "--json", *arguments[1:]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+        check=False,
+    )
+
+
 def test_first_run_on_the_default_model_answers_with_a_tool_call(tmp_path: Path) -> None:
     home = tmp_path / "fresh-home"  # nothing assembled yet: the run assembles the model itself
     env = {
@@ -29,24 +44,7 @@ def test_first_run_on_the_default_model_answers_with_a_tool_call(tmp_path: Path)
     transcript = tmp_path / "first.jsonl"
     folder = tmp_path / "empty-folder"  # the workspace: as a user's, apart from localagent's home
     folder.mkdir()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "localagent",
-            "run",
-            "What is 17 * 23?",
-            "--json",
-            "--transcript",
-            str(transcript),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=folder,
-        timeout=600,
-        check=False,
-    )
+    result = _run_json(["What is 17 * 23?", "--transcript", str(transcript)], cwd=folder, env=env)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["status"] == "final"
@@ -94,14 +92,7 @@ def test_a_real_run_names_the_lines_its_answer_rests_on(tmp_path: Path) -> None:
     (tmp_path / "ferry.md").write_text(
         "# Jetty timetable\n\nThe first boat leaves at 06:40.\nThe last boat leaves at 22:15.\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "localagent", "run", "When does the last boat leave?", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-        check=False,
-    )
+    result = _run_json(["When does the last boat leave?"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert "22:15" in payload["answer"]
