@@ -137,8 +137,8 @@ def _rows_holding_extreme(connection: sqlite3.Connection, sql: str, rows: list[t
     if not holding:
         return ""
     names = [described[0] for described in cursor.description]
-    lines = [" | ".join(_cell(value) for value in row) for row in holding[:EXTREME_ROWS_SHOWN]]
-    return f"\nThe row{'s' * (len(holding) > 1)} holding it:\n" + "\n".join([" | ".join(names), *lines])
+    lines = _table_lines(names, holding[:EXTREME_ROWS_SHOWN])
+    return f"\nThe row{'s' * (len(holding) > 1)} holding it:\n" + "\n".join(lines)
 
 
 def _rows(count: int) -> str:
@@ -185,12 +185,15 @@ def _shown(columns: list[str], rows: list[tuple[object, ...]]) -> str:
     if len(rows) == 1:
         # One row as `name = value` pairs: "1 row:" above a lone count was read as the count.
         return ", ".join(f"{name} = {_cell(value)}" for name, value in zip(columns, rows[0], strict=True))
-    lines = [" | ".join(columns)]
-    lines.extend(" | ".join(_cell(value) for value in row) for row in rows[:ROWS_SHOWN])
+    lines = _table_lines(columns, rows[:ROWS_SHOWN])
     lines.append(
         f"(the first {ROWS_SHOWN} rows; there are more)" if len(rows) > ROWS_SHOWN else f"({len(rows)} rows)"
     )
     return "\n".join(lines)
+
+
+def _table_lines(columns: Sequence[str], rows: Sequence[tuple[object, ...]]) -> list[str]:
+    return [" | ".join(columns), *(" | ".join(_cell(value) for value in row) for row in rows)]
 
 
 def _cell(value: object) -> str:
