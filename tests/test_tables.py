@@ -311,3 +311,11 @@ def test_it_is_offered_to_questions_that_ask_what_a_query_computes(
     (shop / "todo.md").write_text("# To do\n\n- [ ] Order wicks\n- [x] Price the kettles\n")
     (tool,) = select_tools("query_tables", workspace=Workspace(shop))
     assert tool.offered(question) is offered
+
+
+def test_a_maximum_alone_comes_with_the_rows_that_hold_it(shop: Path) -> None:
+    assert query(shop, "SELECT MAX(price) FROM wares WHERE category = 'kitchen'") == (
+        "MAX(price) = 27.0\nThe row holding it:\nsku | name | category | price | stock\n"
+        "KT-307 | Pine breadboard | kitchen | 27.0 | 9"
+    )
+    assert query(shop, "SELECT MAX(price), name FROM wares") == "MAX(price) = 27.0, name = Pine breadboard"
