@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from localagent.backends.decoding import PREFILL_CHUNK, LlamaSession, Sampling
+from localagent.backends.llama_context import logits_row
 from localagent.backends.local_generator import LocalGenerator, LocalSettings
 from localagent.backends.local_turn import open_local_turn
 from localagent.backends.text_turn import TextTurn
@@ -27,6 +28,9 @@ from localagent.models.registry import ResolvedModel
 from localagent.tools import InvalidArguments, Tool
 
 pytestmark = pytest.mark.slow
+
+# Two tokens whose logits differ by less than this are a near tie, which rounding may tip.
+NEAR_TIE_LOGITS = 0.5
 
 TASKS = [
     "What is 17 * 23?",
@@ -198,13 +202,20 @@ def test_greedy_llguidance_loop_equals_the_stock_gbnf_sampler(
     assert stepwise.text == stock.text
     fast = llama_session.generate(prompt, max_tokens=80, matcher=guidance.compile(grammar.lark).fresh())
     assert fast.stats.fast_forwarded_tokens > 0
-    slow_result = parse_reply(stepwise.text, [t.spec for t in default_tools], new_id=lambda: "x").result
-    fast_result = parse_reply(fast.text, [t.spec for t in default_tools], new_id=lambda: "x").result
-    assert type(fast_result) is type(slow_result)
-    if isinstance(slow_result, ToolRequests):
-        assert [(r.name, r.arguments) for r in fast_result.requests] == [
-            (r.name, r.arguments) for r in slow_result.requests
-        ]
+    if fast.tokens == stepwise.tokens:
+        return
+    # Forced tokens are evaluated in one batch with the token before them, and llama.cpp rounds a
+    # batch row a little differently from a lone token: the two replies may part, but only where
+    # the model was torn between the two tokens, never at a token the grammar forced.
+    parted = next(
+        (i for i, (a, b) in enumerate(zip(fast.tokens, stepwise.tokens, strict=False)) if a != b),
+        min(len(fast.tokens), len(stepwise.tokens)),
+    )
+    assert parted < min(len(fast.tokens), len(stepwise.tokens)), "one reply is a prefix of the other"
+    llama_session.prefill([*prompt, *stepwise.tokens[:parted]])
+    logits = logits_row(llama_session.llama, llama_session.n_vocab)
+    assert abs(logits[stepwise.tokens[parted]] - logits[fast.tokens[parted]]) < NEAR_TIE_LOGITS
+    assert logits.max() - logits[fast.tokens[parted]] < NEAR_TIE_LOGITS
 
 
 def test_forced_tokens_share_a_model_step_with_the_token_before_them(
