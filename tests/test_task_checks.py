@@ -117,6 +117,7 @@ def test_a_tolerance_takes_any_number_within_it() -> None:
         "I can't find a kettle in the catalogue.",
         "No member with id M-0311 found.",
         "No invoice for that month was found.",
+        "No meeting with Brede and me in June was found.",
         "The harbour timetable is not provided in moorings.txt.",
     ],
 )

@@ -151,3 +151,20 @@ def test_the_walk_stops_at_its_file_limit(project: Workspace) -> None:
     walk = WorkspaceWalk(project)
     assert [path.name for path in walk.files(file_limit=2)] == [".editorconfig", ".gitlab-ci.yml"]
     assert workspace_paths(project, 4) == ([".github", "src"], walked_files(project)[:4])
+
+
+def test_localagent_home_inside_the_workspace_is_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = make(
+        tmp_path,
+        {
+            "state/index/0a1b.sqlite": "SQLite format 3\n",
+            "state/transcripts/run.jsonl": '{"answer": "391"}\n',
+            "notes.txt": "391 is 17 times 23\n",
+        },
+    )
+    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path / "state"))
+    assert walked_files(workspace) == ["notes.txt"]
+    assert found_in(FileTools(workspace).search_text("391")) == {"notes.txt"}
+    assert FileTools(workspace).list_dir("state") == "Directory state (2 entries):\nindex/\ntranscripts/"

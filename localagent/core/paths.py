@@ -21,6 +21,12 @@ def cache_dir(kind: str) -> Path:
     return _base("XDG_CACHE_HOME", ".cache") / "localagent" / kind
 
 
+def own_home() -> Path | None:
+    """$LOCALAGENT_HOME as a real path, when set: localagent's own files, never a workspace's."""
+    home = os.environ.get("LOCALAGENT_HOME")
+    return Path(os.path.realpath(home)) if home else None
+
+
 def config_path() -> Path:
     return _base("XDG_CONFIG_HOME", ".config") / "localagent" / "config.toml"
 

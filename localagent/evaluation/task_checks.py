@@ -33,7 +33,7 @@ NOT_FOUND = tuple(
         r"rule|policy|product|item|contact)\b",
         r"\b(?:missing|absent|nonexistent|non-existent|nowhere)\b",
         r"\bnothing\s+(?:about|on|in|for|found|matches|mentions)\b",
-        r"\bno\s+(?:[\w-]+\s+){1,4}?(?:was\s+|were\s+|is\s+|are\s+)?found\b",  # "No member with id M-7 found"
+        r"\bno\s+(?:[\w-]+\s+){1,8}?(?:was\s+|were\s+|is\s+|are\s+)?found\b",  # "No member with id M-7 found"
     )
 )
 

@@ -2,8 +2,9 @@
 list_dir, search_text, the data tables and run_python's hints, so that none of them can disagree.
 
 A project's hidden files and folders (.github/, .gitlab-ci.yml, .editorconfig) are walked like any
-other. Not walked: version-control folders, caches, virtual environments, and whatever the
-workspace's .gitignore files ignore. A path asked for by name is not walked but opened, so it is
+other. Not walked: version-control folders, caches, virtual environments, localagent's own home
+($LOCALAGENT_HOME, when it lies inside the workspace), and whatever the workspace's .gitignore files
+ignore. A path asked for by name is not walked but opened, so it is
 read, listed or searched all the same.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from localagent.core.paths import own_home
 from localagent.tools.gitignore import Gitignores
 from localagent.tools.workspace import Workspace
 
@@ -52,6 +54,7 @@ class WorkspaceWalk:
         self.workspace = workspace
         self.start = workspace.root if start is None else start
         self._gitignores = Gitignores(workspace.root)
+        self._own_home = own_home()
         # Below an ignored folder git ignores every path: a folder asked for by name that the walk
         # would leave out is walked whole, but for version control, caches and venvs inside it.
         folders = self.start.relative_to(workspace.root).parts
@@ -63,6 +66,8 @@ class WorkspaceWalk:
     def skips(self, path: Path, is_dir: bool) -> bool:
         """Whether the walk leaves out `path`, a file or folder below the start."""
         if _generated(path, is_dir):
+            return True
+        if is_dir and self._own_home is not None and Path(os.path.realpath(path)) == self._own_home:
             return True
         return self._honours_gitignore and self._gitignores.ignores(path, is_dir)
 
