@@ -165,29 +165,6 @@ def test_a_file_named_in_other_letter_case_is_found_when_it_is_the_only_match(
         tools.read_file("Guide/Memos.md")
 
 
-def test_a_file_named_without_its_folder_is_read_when_no_other_file_has_that_name(
-    tools: FileTools, ws: Path
-) -> None:
-    assert tools.read_file("main.py").splitlines()[0] == "src/main.py, lines 1-4 of 4:"
-    assert tools.replace_in_file("main.py", "print", "log") == "Replaced the text at line 4 of src/main.py."
-    (ws / "docs" / "main.py").write_text("print('docs')\n")
-    with pytest.raises(
-        ToolError, match=r"No such file: main\.py\. Files of that name: docs/main\.py, src/main\.py\."
-    ):
-        tools.read_file("main.py")
-
-
-def test_a_search_in_a_path_that_does_not_exist_looks_where_it_can(tools: FileTools) -> None:
-    assert tools.search_text("print", path="main.py").splitlines()[:2] == [
-        "There is no main.py; the search looked in src/main.py instead.",
-        "Matches for 'print' in src/main.py (1 matching line):",
-    ]
-    assert tools.search_text("hello", path="notes").splitlines()[:2] == [
-        "There is no notes; the search looked in . instead.",
-        "Matches for 'hello' in . (2 matching lines in 2 files):",
-    ]
-
-
 def test_read_file_refuses_a_fifo_instead_of_blocking(tools: FileTools, ws: Path) -> None:
     os.mkfifo(ws / "pipe")
     with pytest.raises(ToolError, match="pipe is not a regular file"):

@@ -188,27 +188,15 @@ def test_an_item_copied_from_a_search_result_is_found(allotment: tuple[FileTools
     assert tools.tick_box("allotment.md", copied) == "Ticked line 9 of allotment.md: - [x] Net the brassicas"
 
 
-def test_a_file_named_without_its_folder_is_the_only_file_of_that_name(tmp_path: Path) -> None:
+def test_a_file_named_without_its_folder_gets_the_files_of_that_name(tmp_path: Path) -> None:
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "allotment.md").write_text(ALLOTMENT)
     tools = FileTools(Workspace(tmp_path))
-    assert tools.tick_box("allotment.md", "brassicas") == (
-        "Ticked line 9 of plans/allotment.md: - [x] Net the brassicas"
-    )
-    with pytest.raises(ToolError, match=r"No such file: cellar\.md\. Use list_dir"):
-        tools.add_item("cellar.md", "Fix the door")
-
-
-def test_a_name_that_several_folders_hold_gets_the_files_of_that_name(tmp_path: Path) -> None:
-    for folder in ("plans", "archive"):
-        (tmp_path / folder).mkdir()
-        (tmp_path / folder / "allotment.md").write_text(ALLOTMENT)
-    tools = FileTools(Workspace(tmp_path))
     with pytest.raises(ToolError) as refused:
         tools.tick_box("allotment.md", "brassicas")
-    assert str(refused.value) == (
-        "No such file: allotment.md. Files of that name: archive/allotment.md, plans/allotment.md."
-    )
+    assert str(refused.value) == "No such file: allotment.md. Files of that name: plans/allotment.md."
+    with pytest.raises(ToolError, match=r"No such file: cellar\.md\. Use list_dir"):
+        tools.add_item("cellar.md", "Fix the door")
     assert (tmp_path / "plans" / "allotment.md").read_text() == ALLOTMENT
 
 

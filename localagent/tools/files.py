@@ -244,20 +244,12 @@ class FileTools:
         """Find the lines that hold a word or phrase, in every file (path '.') or in one file or folder."""
         if pattern == "":
             raise ToolError("pattern is empty. Give the text to search for.")
-        real, shown, status, moved = self._search_place(path)
-        result = self._search(pattern, regex, real, shown, status, cancel)
-        return f"There is no {moved}; the search looked in {shown} instead.\n{result}" if moved else result
-
-    def _search(
-        self,
-        pattern: str,
-        regex: bool,
-        real: Path,
-        shown: str,
-        status: os.stat_result,
-        cancel: CancelToken | None,
-    ) -> str:
         matches = _matcher(pattern, regex)
+        real = self.workspace.resolve(path)
+        shown = self.workspace.relative(real)
+        status = _status(real, shown)
+        if status is None:
+            raise ToolError(f"No such file or directory: {shown}. Use '.' to search the whole workspace.")
         found = self._search_lines(real, shown, status, matches, cancel)
         self._found(pattern, shown, regex, found)
         if found.results:
@@ -293,22 +285,6 @@ class FileTools:
             # The model chose this file as the likely place; a small one shown whole saves it a step.
             return f"{nothing} The whole file instead:\n{self.read_file(shown)}"
         return f"{nothing}{hint}\n{NOTHING_FOUND_ADVICE}"
-
-    def _search_place(self, path: str) -> tuple[Path, str, os.stat_result, str]:
-        """Where search_text looks, and the path asked for when it looks elsewhere: the file or folder
-        at `path`; for a path that does not exist, the only file of that name elsewhere, or else the
-        whole workspace (the words are what the model is sure of, the place it guessed)."""
-        real = self.workspace.resolve(path)
-        shown = self.workspace.relative(real)
-        status = _status(real, shown)
-        if status is not None:
-            return real, shown, status, ""
-        named = self._files_named(real.name)
-        elsewhere = self.workspace.resolve(named[0] if len(named) == 1 else ".")
-        status = _status(elsewhere, self.workspace.relative(elsewhere))
-        if status is None:
-            raise ToolError(f"No such file or directory: {shown}, and the workspace cannot be read.")
-        return elsewhere, self.workspace.relative(elsewhere), status, shown
 
     def _search_code(
         self,
@@ -557,7 +533,7 @@ class FileTools:
     def _file_to_edit(self, path: str) -> tuple[Path, str, str]:
         """The file an edit by names (an item's words, a key) would change, and its text; no read
         first, as the edit finds its own line."""
-        real, shown = self._existing_file(path)
+        real, shown = self._existing_file(path, name_others=True)
         self._refuse_vcs(real)
         return real, shown, _read_utf8(real, shown)
 
@@ -619,21 +595,16 @@ class FileTools:
         if self._seen[shown] != _version(self.workspace.resolve(shown)):
             raise ToolError(f"{shown} has changed since you read it. Read it again with read_file {then}")
 
-    def _existing_file(self, path: str) -> tuple[Path, str]:
-        """The file at `path`, or the one that differs from it only in letter case, or else the
-        workspace's only file of that name in another folder (a model writes `plan.md` for
-        `docs/plan.md`). A missing file's error names the files of that name when there are several."""
+    def _existing_file(self, path: str, name_others: bool = False) -> tuple[Path, str]:
+        """The file at `path`, or the one that differs from it only in letter case. With
+        `name_others`, a missing file's error names the workspace's files of that name."""
         real = self.workspace.resolve(path)
-        named: list[str] = []
         if not real.exists():
             real = self.workspace.case_insensitive_match(real) or real
-        if not real.exists():
-            named = self._files_named(real.name)
-            if len(named) == 1:
-                real = self.workspace.resolve(named[0])
         shown = self.workspace.relative(real)
         status = _status(real, shown)
-        if status is None and named:
+        named = self._files_named(real.name) if status is None and name_others else []
+        if named:
             raise ToolError(f"No such file: {shown}. Files of that name: {', '.join(named)}.")
         if status is None:
             raise ToolError(f"No such file: {shown}. Use list_dir to see which files exist.")
