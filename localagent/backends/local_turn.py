@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from localagent.backends.cpu_backend import PORTABLE_CODE_NOTICE, PORTABLE_VARIANT, cpu_code_name
 from localagent.backends.decoding import LlamaSession
 from localagent.backends.llama_runtime import LoadSettings, load_llama
 from localagent.backends.local_generator import LocalGenerator, LocalSettings, Notice
@@ -55,6 +56,8 @@ def open_local_turn(
 ) -> TextTurn:
     """A loaded `session` may be shared: turns with other settings then use one copy of the model."""
     session = session or LlamaSession(load_llama(model.path, load))
+    if notice is not None and cpu_code_name() == PORTABLE_VARIANT:
+        notice(PORTABLE_CODE_NOTICE)
     template = chat_template_of(session) if _wants_chat(model, session) else None
     reply_format = choose_format(tool_format, template, max_actions, model.display_name)
     generator = LocalGenerator(session, model.path, settings, notice)
