@@ -30,8 +30,9 @@ SKIPPED_VARIANTS = frozenset({"sapphirerapids"})
 _PREFIX = "libggml-cpu-"
 PORTABLE_VARIANT = "x64"  # SSE2 only: what a CPU runs that no compiled variant covers
 PORTABLE_CODE_NOTICE = (
-    "llama.cpp runs its portable x86-64 code on this CPU, slower than code built for it: README's "
-    "install compiles the variants of seven CPU generations (docs/models.md says how to build all)."
+    "llama.cpp runs its portable x86-64 code on this CPU, slower than code built for it: this "
+    "llama-cpp-python was compiled for another CPU (docs/models.md, 'Building llama.cpp', says how to "
+    "build it for this one)."
 )
 
 
