@@ -81,7 +81,7 @@ def _evidence(index: WorkspaceIndex | None, task: str, hidden: Collection[Path] 
         return ""
     index.refresh(hidden)
     found = gather_evidence(index, task)
-    return prompts.evidence_block(found.passages, found.absent, found.counts, found.open_lists)
+    return prompts.evidence_block(found.passages, found.absent, found.counts)
 
 
 def _present(path: Path | None) -> list[Path]:

@@ -7,10 +7,8 @@ import re
 from dataclasses import dataclass
 
 from localagent.evidence.index import Hit, WorkspaceIndex
-from localagent.evidence.open_items import OpenList, asks_what_is_open, open_lists
 from localagent.evidence.passages import Passage
 from localagent.evidence.question import code_terms, key_terms, search_terms
-from localagent.tools.table_catalog import workspace_tables
 
 EVIDENCE_CHARS = 1200  # about 350 tokens of passages
 PASSAGES_PER_FILE = 3
@@ -29,26 +27,19 @@ class Evidence:
     absent: tuple[str, ...]  # key terms of the question no file holds
     # for a question that asks how many: each key term, with the files holding it and their line counts
     counts: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
-    open_lists: tuple[OpenList, ...] = ()  # for a question that asks what is still open
 
     def __bool__(self) -> bool:
-        return bool(self.passages or self.absent or self.counts or self.open_lists)
+        return bool(self.passages or self.absent or self.counts)
 
 
 def gather_evidence(index: WorkspaceIndex, task: str, budget: int = EVIDENCE_CHARS) -> Evidence:
     """The passages for a task; for a question (not an instruction, which may name what is new), the
-    key terms no file holds instead, when there are any; for one that asks what is still open, the
-    open items of the task lists it points at."""
+    key terms no file holds instead, when there are any."""
     is_question = "?" in task
     absent = tuple(term for term in key_terms(task) if not index.holds(term)) if is_question else ()
     if absent:
         # The passages would hold the nearest facts, which a small model gives for the one asked.
         return Evidence((), absent)
-    if asks_what_is_open(task):
-        lists = open_lists(workspace_tables(index.workspace), task)
-        if lists:
-            # Read from the lists, the open items are the answer; passages would only be read by eye.
-            return Evidence((), (), (), tuple(lists))
     hits = _hits(index, task) if PASSAGES == "named" else []
     counts: list[tuple[str, tuple[tuple[str, int], ...]]] = []
     if is_question and _ASKS_A_COUNT.search(task):

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from localagent.core.messages import NamedToolChoice, ToolChoice
-from localagent.evidence.open_items import OpenList
 from localagent.evidence.passages import Passage
 from localagent.tools.spec import ToolSpec
 
@@ -35,7 +34,6 @@ SYSTEM_PROMPT = (
 _LISTING_HEADING = "Files in the workspace:\n"
 _EVIDENCE_HEADING = "Lines of the files that hold what the question names:\n"
 _ABSENT_HEADING = "Note: "
-_OPEN_HEADING = "Open items of the task lists (boxes not ticked), read from the files:\n"
 
 
 def first_task(task: str, listing: str | None, evidence: str = "") -> str:
@@ -66,7 +64,7 @@ def listing_block(user_message: str) -> str:
 def question_of(message: str) -> str:
     """The task in a user message, without the view of the workspace and the evidence put before it."""
     rest = message[len(listing_block(message)) :]
-    if rest.startswith((_EVIDENCE_HEADING, _ABSENT_HEADING, _OPEN_HEADING)) and "\n\nQuestion: " in rest:
+    if rest.startswith((_EVIDENCE_HEADING, _ABSENT_HEADING)) and "\n\nQuestion: " in rest:
         return rest.split("\n\nQuestion: ", 1)[1]
     return rest
 
@@ -75,7 +73,6 @@ def evidence_block(
     passages: Sequence[Passage],
     absent: Sequence[str],
     counts: Sequence[tuple[str, Sequence[tuple[str, int]]]] = (),
-    open_lists: Sequence[OpenList] = (),
 ) -> str:
     """The passages found for a question, each under its path, lines and section, and for a question
     that asks how many, the lines that hold its key terms, counted; or the key terms of the question
@@ -86,8 +83,6 @@ def evidence_block(
             f"{_ABSENT_HEADING}no file in the workspace mentions {named} (a search of every file's text "
             "and name found nothing)."
         )
-    if open_lists:
-        return _OPEN_HEADING + "\n".join(_open_list_lines(found) for found in open_lists)
     if not passages and not counts:
         return ""
     blocks = []
@@ -106,14 +101,6 @@ def evidence_block(
         where = ", ".join(f"{count} in {path}" for path, count in files)
         notes.append(f"{_ABSENT_HEADING}the lines that hold '{term}' as written: {where}.")
     return "\n".join(([_EVIDENCE_HEADING + "\n".join(blocks)] if blocks else []) + notes)
-
-
-def _open_list_lines(found: OpenList) -> str:
-    items = "\n".join(
-        f"{line}: - [ ] {text}" + (f" (under '{section}')" if section else "")
-        for line, text, section in found.items
-    )
-    return f"{found.path}, {len(found.items)} of {found.total} items open:\n{items}"
 
 
 # --- the text-tag (ReAct) format ---
