@@ -97,3 +97,14 @@ def test_a_real_run_names_the_lines_its_answer_rests_on(tmp_path: Path) -> None:
     payload = json.loads(result.stdout)
     assert "22:15" in payload["answer"]
     assert payload["sources"] == ["ferry.md:4"]
+    shown = subprocess.run(
+        [sys.executable, "-m", "localagent", "run", "When does the last boat leave?"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "22:15" in shown.stdout
+    assert "Sources: ferry.md:4" in shown.stderr.splitlines()  # the line a user sees, after the answer

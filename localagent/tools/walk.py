@@ -4,8 +4,8 @@ list_dir, search_text, the data tables and run_python's hints, so that none of t
 A project's hidden files and folders (.github/, .gitlab-ci.yml, .editorconfig) are walked like any
 other. Not walked: version-control folders, caches, virtual environments, localagent's own home
 ($LOCALAGENT_HOME, when it lies inside the workspace), and whatever the workspace's .gitignore files
-ignore. A path asked for by name is not walked but opened, so it is
-read, listed or searched all the same.
+ignore. A path asked for by name is not walked but opened, so it is read, listed or searched all the
+same.
 """
 
 from __future__ import annotations
@@ -67,9 +67,14 @@ class WorkspaceWalk:
         """Whether the walk leaves out `path`, a file or folder below the start."""
         if _generated(path, is_dir):
             return True
-        if is_dir and self._own_home is not None and Path(os.path.realpath(path)) == self._own_home:
+        if is_dir and self._is_own_home(path):
             return True
         return self._honours_gitignore and self._gitignores.ignores(path, is_dir)
+
+    def _is_own_home(self, folder: Path) -> bool:
+        # By name first: the real path is resolved only for the folder that could be it.
+        home = self._own_home
+        return home is not None and folder.name == home.name and Path(os.path.realpath(folder)) == home
 
     def entries(self, directory: Path) -> list[os.DirEntry[str]]:
         """The entries of `directory` the walk does not leave out, unsorted; OSError when it cannot
