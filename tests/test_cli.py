@@ -97,11 +97,11 @@ def test_run_with_a_script_prints_json_and_writes_the_transcript(tmp_path: Path)
 
 
 def test_run_names_the_lines_its_answer_rests_on_dimmed_after_it(tmp_path: Path) -> None:
-    (tmp_path / "ferry.md").write_text("# Jetty\n\nThe first boat leaves at 06:40.\nThe last one at 22:15.\n")
+    (tmp_path / "boats.md").write_text("# Jetty\n\nThe first boat leaves at 06:40.\nThe last one at 22:15.\n")
     model = script(
         tmp_path,
         [
-            'Thought: read it\nAction: read_file\nAction Input: {"path": "ferry.md"}\n',
+            'Thought: read it\nAction: read_file\nAction Input: {"path": "boats.md"}\n',
             "Thought: done\nFinal Answer: The last boat leaves at 22:15.",
         ],
     )
@@ -109,9 +109,9 @@ def test_run_names_the_lines_its_answer_rests_on_dimmed_after_it(tmp_path: Path)
     shown = localagent(*args)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.strip() == "The last boat leaves at 22:15."
-    assert "Sources: ferry.md:4" in shown.stderr.splitlines()
+    assert "Sources: boats.md:4" in shown.stderr.splitlines()
     payload = json.loads(localagent(*args, "--json").stdout)
-    assert payload["sources"] == ["ferry.md:4"]
+    assert payload["sources"] == ["boats.md:4"]
 
 
 def test_run_says_after_the_answer_that_no_file_changed_when_the_model_only_claims_it(

@@ -89,14 +89,14 @@ def test_bench_prints_every_figure_the_issue_names_as_json() -> None:
 
 
 def test_a_real_run_names_the_lines_its_answer_rests_on(tmp_path: Path) -> None:
-    (tmp_path / "ferry.md").write_text(
+    (tmp_path / "boats.md").write_text(
         "# Jetty timetable\n\nThe first boat leaves at 06:40.\nThe last boat leaves at 22:15.\n"
     )
     result = _run_json(["When does the last boat leave?"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert "22:15" in payload["answer"]
-    assert payload["sources"] == ["ferry.md:4"]
+    assert payload["sources"] == ["boats.md:4"]
     shown = subprocess.run(
         [sys.executable, "-m", "localagent", "run", "When does the last boat leave?"],
         capture_output=True,
@@ -107,4 +107,4 @@ def test_a_real_run_names_the_lines_its_answer_rests_on(tmp_path: Path) -> None:
     )
     assert shown.returncode == 0, shown.stderr
     assert "22:15" in shown.stdout
-    assert "Sources: ferry.md:4" in shown.stderr.splitlines()  # the line a user sees, after the answer
+    assert "Sources: boats.md:4" in shown.stderr.splitlines()  # the line a user sees, after the answer
